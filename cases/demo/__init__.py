@@ -1,0 +1,1 @@
+"""The bundled demo: corpus, demo target and sample cases."""

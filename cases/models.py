@@ -1,0 +1,183 @@
+"""The domain: cases, their accepted versions, the audit trail and strata.
+
+Writes go through ``cases.services``; the models hold data and database invariants only.
+Case versions and audit events are append-only, enforced by PostgreSQL triggers (see the
+migration ``0002_append_only``), so neither the shell, the admin nor a worker can rewrite
+history.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.core.validators import RegexValidator
+from django.db import models
+from django.db.models import Q
+
+from cases import validation
+
+
+class CaseStatus(models.TextChoices):
+    DRAFT = "draft", "draft"
+    PROPOSED = "proposed", "proposed"
+    CHANGES_REQUESTED = "changes-requested", "changes requested"
+    ACCEPTED = "accepted", "accepted"
+    REJECTED = "rejected", "rejected"
+    RETIRED = "retired", "retired"
+
+
+class SourceKind(models.TextChoices):
+    TRACE = "trace"
+    TICKET = "ticket"
+    BUG_REPORT = "bug-report"
+    KNOWN_HARD = "known-hard"
+    EXPERT = "expert"
+    SYNTHETIC = "synthetic"
+
+
+class Case(models.Model):
+    """The working copy of a case. Its accepted content lives in :class:`CaseVersion`."""
+
+    slug = models.CharField(
+        "id",
+        max_length=100,
+        unique=True,
+        validators=[RegexValidator(validation.ID_PATTERN, "lowercase letters, digits, '.', '_' and '-'")],
+    )
+    question = models.TextField(max_length=validation.QUESTION_MAX)
+    tags = ArrayField(models.CharField(max_length=validation.TAG_MAX), default=list, blank=True)
+    source_kind = models.CharField(max_length=20, choices=SourceKind.choices, blank=True)
+    source_ref = models.TextField(blank=True)
+    context = models.JSONField(default=dict, blank=True)
+    rubric = models.JSONField(default=list, blank=True)
+    expectations = models.JSONField(default=list, blank=True)
+    phrasings = models.JSONField(default=list, blank=True)
+    wrong_answers = models.JSONField(default=list, blank=True)
+    invariant = models.BooleanField(default=False)
+    status = models.CharField(max_length=20, choices=CaseStatus.choices, default=CaseStatus.DRAFT)
+    proposer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="proposed_cases")
+    # sha256 of the canonical content (see cases.canonical); changes whenever content does.
+    content_hash = models.CharField(max_length=64)
+    current_version = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at", "-id"]
+        indexes = [
+            GinIndex(fields=["tags"], name="case_tags_gin"),
+            models.Index(fields=["status", "-updated_at", "-id"], name="case_status_updated"),
+            models.Index(fields=["proposer", "status"], name="case_proposer_status"),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=Q(status__in=CaseStatus.values), name="case_status_valid"),
+            models.CheckConstraint(
+                condition=Q(source_kind="") | Q(source_kind__in=SourceKind.values), name="case_source_kind_valid"
+            ),
+            models.CheckConstraint(condition=Q(slug__regex=r"^[a-z0-9][a-z0-9._-]{0,99}$"), name="case_slug_format"),
+            models.CheckConstraint(
+                condition=~Q(status=CaseStatus.ACCEPTED) | Q(current_version__isnull=False),
+                name="case_accepted_has_version",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    def get_absolute_url(self) -> str:
+        from django.urls import reverse
+
+        return reverse("cases:detail", args=[self.slug])
+
+
+class CaseVersion(models.Model):
+    """An immutable snapshot written when a case (or a revision of it) is accepted."""
+
+    case = models.ForeignKey(Case, on_delete=models.PROTECT, related_name="versions")
+    number = models.PositiveIntegerField()
+    canonical_json = models.TextField()
+    content_hash = models.CharField(max_length=64)
+    accepted_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    accepted_at = models.DateTimeField()
+    note = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["case", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["case", "number"], name="caseversion_unique_number"),
+            models.CheckConstraint(condition=Q(number__gte=1), name="caseversion_number_positive"),
+            models.CheckConstraint(condition=Q(content_hash__regex=r"^[0-9a-f]{64}$"), name="caseversion_hash_hex"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.case.slug} v{self.number}"
+
+
+class AuditAction(models.TextChoices):
+    IMPORTED = "imported"
+    CREATED = "created"
+    EXPECTATION_ADDED = "expectation-added"
+    EXPECTATION_REMOVED = "expectation-removed"
+    EXPECTATION_MODIFIED = "expectation-modified"
+    TAGS_CHANGED = "tags-changed"
+    INVARIANT_CHANGED = "invariant-changed"
+    STATUS_CHANGED = "status-changed"
+    RETIRED = "retired"
+    OVERRIDE = "override"
+
+
+class Classification(models.TextChoices):
+    TIGHTENING = "tightening"
+    RELAXING = "relaxing"
+    NEUTRAL = "neutral"
+
+
+class AuditEvent(models.Model):
+    """One change to a case, append-only. ``context`` says where it came from."""
+
+    case = models.ForeignKey(Case, on_delete=models.PROTECT, related_name="audit_events")
+    version = models.PositiveIntegerField(null=True, blank=True, help_text="the case version this change led to")
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, related_name="+")
+    at = models.DateTimeField(db_index=True)
+    action = models.CharField(max_length=32, choices=AuditAction.choices)
+    path = models.CharField(max_length=100, blank=True, help_text="what changed, e.g. expectations[1]")
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    classification = models.CharField(max_length=16, choices=Classification.choices, blank=True)
+    reason = models.TextField(blank=True, help_text="why the change is classified as it is")
+    justification = models.TextField(blank=True)
+    context = models.JSONField(default=dict, blank=True, help_text="interface, request or task, command")
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["case", "-at"], name="audit_case_at")]
+        constraints = [
+            models.CheckConstraint(condition=Q(action__in=AuditAction.values), name="audit_action_valid"),
+            models.CheckConstraint(
+                condition=Q(classification="") | Q(classification__in=Classification.values),
+                name="audit_classification_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.case_id} {self.action} at {self.at:%Y-%m-%d %H:%M}"
+
+
+class Stratum(models.Model):
+    """A lead-defined bucket: a case belongs when it carries every one of ``tags``."""
+
+    name = models.CharField(max_length=100, unique=True)
+    tags = ArrayField(models.CharField(max_length=validation.TAG_MAX), help_text="tags a case must all carry")
+    description = models.TextField(blank=True)
+    min_cases = models.PositiveIntegerField(default=5, help_text="fewer accepted cases than this is flagged")
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name_plural = "strata"
+        constraints = [
+            models.CheckConstraint(condition=Q(tags__len__gte=1), name="stratum_has_tags"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
