@@ -314,7 +314,9 @@ def validate_case(obj: Any, *, draft: bool = False) -> list[FieldError]:
             if "kind" not in source:
                 errors.append(FieldError("source.kind", f"is required (one of {', '.join(SOURCE_KINDS)})"))
             elif source["kind"] not in SOURCE_KINDS:
-                errors.append(FieldError("source.kind", f"{_shown(source['kind'])} is not one of {', '.join(SOURCE_KINDS)}"))
+                errors.append(
+                    FieldError("source.kind", f"{_shown(source['kind'])} is not one of {', '.join(SOURCE_KINDS)}")
+                )
             if "ref" in source and not isinstance(source["ref"], str):
                 errors.append(FieldError("source.ref", f"must be a string, not {_type_name(source['ref'])}"))
     if "context" in obj:

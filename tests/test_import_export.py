@@ -66,6 +66,15 @@ class TestImportWrites:
         event = AuditEvent.objects.get(case=case)
         assert (event.action, event.version, event.actor) == ("imported", 1, lead)
 
+    def test_tags_and_text_with_quotes_commas_braces_and_backslashes_survive(self, expert):
+        tags = ['say "hi"', "a,b", "{braces}", "back\\slash", "tab\tin", "NULL", "ünï"]
+        question = 'Line one\nline "two" \\N and \\ and tab\t end'
+        cases_import(stream=jsonl(case_obj("odd", tags=tags, question=question)), user=expert)
+        case = Case.objects.get(slug="odd")
+        assert case.tags == tags
+        assert case.question == question
+        assert case.content_hash == canonical.hash_content(canonical.content_of_case(case))[1]
+
     def test_only_leads_import_as_accepted(self, expert, reviewer):
         with pytest.raises(PermissionDenied):
             cases_import(stream=jsonl(case_obj()), user=expert, status="accepted")

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
+import orjson
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, connection, transaction
@@ -161,7 +162,9 @@ def _check_permission(user, status: str) -> None:
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    if not value:
+        return "[]" if isinstance(value, list) else "{}"
+    return orjson.dumps(value).decode("utf-8")
 
 
 def cases_import(
@@ -220,7 +223,11 @@ def cases_import(
                 seen_ids[case_id] = line_no
                 fields = canonical.fields_from_content(obj)
                 content = canonical.content_from_fields(**fields)
-                text, digest = canonical.hash_content(content)
+                try:
+                    text, digest = canonical.hash_content(content)
+                except canonical.NotCanonical as exc:
+                    error(f"line {line_no}: cannot be stored as canonical JSON ({exc})")
+                    continue
                 batch.append(_Row(line_no, content, fields, text, digest))
                 if len(batch) >= BATCH_SIZE:
                     _flush(
@@ -282,8 +289,14 @@ def _flush(
                     result.unchanged += 1
 
 
+def _pg_text_array(items: list[str]) -> str:
+    """A text[] literal; psycopg then escapes it for COPY like any other string."""
+    return "{" + ",".join('"' + t.replace("\\", "\\\\").replace('"', '\\"') + '"' for t in items) + "}"
+
+
 def _copy_new(rows: list[_Row], *, user, status: str, now, ctx: dict) -> None:
     version = 1 if status == CaseStatus.ACCEPTED else None
+    slugs = [row.fields["slug"] for row in rows]
     with connection.cursor() as cursor:
         pg = cursor.cursor  # the psycopg cursor under Django's wrapper
         with pg.copy(f"COPY cases_case ({', '.join(CASE_COLUMNS)}) FROM STDIN") as copy:
@@ -293,7 +306,7 @@ def _copy_new(rows: list[_Row], *, user, status: str, now, ctx: dict) -> None:
                     (
                         f["slug"],
                         f["question"],
-                        f["tags"],
+                        _pg_text_array(f["tags"]),
                         f["source_kind"],
                         f["source_ref"],
                         _json(f["context"]),
@@ -310,9 +323,9 @@ def _copy_new(rows: list[_Row], *, user, status: str, now, ctx: dict) -> None:
                         now,
                     )
                 )
-        pg.execute("SELECT slug, id FROM cases_case WHERE slug = ANY(%s)", [[row.fields["slug"] for row in rows]])
-        ids = dict(pg.fetchall())
         if status == CaseStatus.ACCEPTED:
+            pg.execute("SELECT slug, id FROM cases_case WHERE slug = ANY(%s)", [slugs])
+            ids = dict(pg.fetchall())
             with pg.copy(
                 "COPY cases_caseversion (case_id, number, canonical_json, content_hash, accepted_by_id, accepted_at, note)"
                 " FROM STDIN"
@@ -321,29 +334,22 @@ def _copy_new(rows: list[_Row], *, user, status: str, now, ctx: dict) -> None:
                     copy.write_row(
                         (ids[row.fields["slug"]], 1, row.canonical_json, row.content_hash, user.pk, now, "imported")
                     )
-        after = _json({"status": status, **({"version": 1} if version else {})})
-        context = _json(ctx)
-        with pg.copy(
-            "COPY cases_auditevent (case_id, version, actor_id, at, action, path, before, after, classification,"
-            " reason, justification, context) FROM STDIN"
-        ) as copy:
-            for row in rows:
-                copy.write_row(
-                    (
-                        ids[row.fields["slug"]],
-                        version,
-                        user.pk,
-                        now,
-                        AuditAction.IMPORTED,
-                        "",
-                        None,
-                        after,
-                        "",
-                        "",
-                        "",
-                        context,
-                    )
-                )
+        # One "imported" event per case, built by the server from the rows just written.
+        pg.execute(
+            "INSERT INTO cases_auditevent (case_id, version, actor_id, at, action, path, before, after,"
+            " classification, reason, justification, context)"
+            " SELECT id, %s, %s, %s, %s, '', NULL, %s::jsonb, '', '', '', %s::jsonb"
+            " FROM cases_case WHERE slug = ANY(%s)",
+            [
+                version,
+                user.pk,
+                now,
+                AuditAction.IMPORTED.value,
+                _json({"status": status, **({"version": 1} if version else {})}),
+                _json(ctx),
+                slugs,
+            ],
+        )
 
 
 def _update_existing(row: _Row, *, user, status: str, now, ctx: dict, errors: list[str]) -> bool:
