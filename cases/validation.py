@@ -87,7 +87,10 @@ def _shown(value: Any) -> str:
 
 
 def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+    """An integer as JSON Schema counts them: 2 and 2.0, but not true or 2.5."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
 
 
 def _join(path: str, key: str) -> str:

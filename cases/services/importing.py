@@ -8,8 +8,6 @@ Memory stays bounded by the batch size, not the file size.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -21,6 +19,7 @@ from django.utils import timezone
 
 from cases import canonical, roles, validation
 from cases.auditctx import current_context
+from cases.jsonl import iter_lines, parse_line
 from cases.models import AuditAction, AuditEvent, Case, CaseStatus, CaseVersion
 
 IMPORT_STATUSES = (CaseStatus.DRAFT, CaseStatus.PROPOSED, CaseStatus.ACCEPTED)
@@ -72,83 +71,6 @@ class _Row:
     fields: dict[str, Any]
     canonical_json: str
     content_hash: str
-
-
-class _DuplicateKey(ValueError):
-    pass
-
-
-class _NonFiniteNumber(ValueError):
-    pass
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in obj:
-            raise _DuplicateKey(key)
-        obj[key] = value
-    return obj
-
-
-def _refuse_constant(name: str) -> Any:
-    raise _NonFiniteNumber(name)
-
-
-def parse_line(raw: bytes, line_no: int) -> tuple[Any, str | None]:
-    """Decode and parse one line; returns (object, None) or (None, error text)."""
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return None, f"line {line_no}: not valid UTF-8 (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1})"
-    try:
-        return json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_refuse_constant), None
-    except _DuplicateKey as exc:
-        return None, f"line {line_no}: {exc.args[0]}: key appears twice in the same object"
-    except _NonFiniteNumber as exc:
-        return None, f"line {line_no}: {exc.args[0]} is not a JSON number (NaN and Infinity are not allowed)"
-    except json.JSONDecodeError as exc:
-        return None, f"line {line_no}: not valid JSON: {exc.msg} at column {exc.colno}"
-    except RecursionError:
-        return None, f"line {line_no}: JSON nested too deeply"
-
-
-def iter_lines(stream: IO[bytes], *, max_line: int, max_file: int) -> Iterator[tuple[int, bytes | None, str | None]]:
-    """Yield (line number, raw line without its ending, error) with the size limits applied.
-
-    Handles a UTF-8 byte-order mark on the first line, LF and CRLF endings, and reads
-    no more than ``max_line`` + 2 bytes of any line into memory.
-    """
-    read = stream.readline
-    total = 0
-    line_no = 0
-    while True:
-        chunk = read(max_line + 2)
-        if not chunk:
-            return
-        line_no += 1
-        total += len(chunk)
-        if total > max_file:
-            yield line_no, None, f"file: larger than the import limit of {max_file:,} bytes; nothing was imported"
-            return
-        if line_no == 1 and chunk.startswith(b"\xef\xbb\xbf"):
-            chunk = chunk[3:]
-        complete = chunk.endswith(b"\n")
-        body = chunk.rstrip(b"\n").rstrip(b"\r") if complete else chunk
-        if len(body) > max_line:
-            # Skip the rest of an oversized line without holding it in memory.
-            while not complete:
-                more = read(64 * 1024)
-                if not more:
-                    break
-                total += len(more)
-                complete = more.endswith(b"\n")
-            yield line_no, None, f"line {line_no}: line is longer than the limit of {max_line:,} bytes"
-            if total > max_file:
-                yield line_no, None, f"file: larger than the import limit of {max_file:,} bytes; nothing was imported"
-                return
-            continue
-        yield line_no, body, None
 
 
 def _check_permission(user, status: str) -> None:
