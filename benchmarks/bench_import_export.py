@@ -121,31 +121,31 @@ def main() -> None:
     def floor_import() -> None:
         reset()
         pg = connection.connection
-        with pg.transaction(), pg.cursor() as cursor:
-            with cursor.copy(f"COPY cases_case ({', '.join(CASE_COLUMNS)}) FROM STDIN") as copy, path.open("rb") as f:
-                for line in f:
-                    obj = json.loads(line)
-                    copy.write_row(
-                        (
-                            obj["id"],
-                            obj["question"],
-                            obj["tags"],
-                            obj["source"]["kind"],
-                            "",
-                            "{}",
-                            "[]",
-                            json.dumps(obj["expectations"]),
-                            json.dumps(obj["phrasings"]),
-                            "[]",
-                            False,
-                            "draft",
-                            lead.pk,
-                            "0" * 64,
-                            None,
-                            "2026-01-01T00:00:00Z",
-                            "2026-01-01T00:00:00Z",
-                        )
+        copy_sql = f"COPY cases_case ({', '.join(CASE_COLUMNS)}) FROM STDIN"
+        with pg.transaction(), pg.cursor() as cursor, cursor.copy(copy_sql) as copy, path.open("rb") as f:
+            for line in f:
+                obj = json.loads(line)
+                copy.write_row(
+                    (
+                        obj["id"],
+                        obj["question"],
+                        obj["tags"],
+                        obj["source"]["kind"],
+                        "",
+                        "{}",
+                        "[]",
+                        json.dumps(obj["expectations"]),
+                        json.dumps(obj["phrasings"]),
+                        "[]",
+                        False,
+                        "draft",
+                        lead.pk,
+                        "0" * 64,
+                        None,
+                        "2026-01-01T00:00:00Z",
+                        "2026-01-01T00:00:00Z",
                     )
+                )
 
     def engine_import(status: str):
         def run() -> None:

@@ -8,8 +8,25 @@ from django import forms
 from django.contrib import admin
 
 from cases import canonical, roles
-from cases.models import AuditEvent, Case, CaseVersion, Stratum
+from cases.models import AuditEvent, Case, CaseVersion, CheckRun, Stratum, Target
 from cases.services.editing import case_admin_save, edit_problems
+
+
+class LeadOnlyAdmin(admin.ModelAdmin):
+    def has_module_permission(self, request):
+        return roles.is_lead(request.user)
+
+    def has_view_permission(self, request, obj=None):
+        return roles.is_lead(request.user)
+
+    def has_change_permission(self, request, obj=None):
+        return roles.is_lead(request.user)
+
+    def has_add_permission(self, request):
+        return roles.is_lead(request.user)
+
+    def has_delete_permission(self, request, obj=None):
+        return roles.is_lead(request.user)
 
 
 class CaseAdminForm(forms.ModelForm):
@@ -61,25 +78,13 @@ class CaseAdminForm(forms.ModelForm):
 
 
 @admin.register(Case)
-class CaseAdmin(admin.ModelAdmin):
+class CaseAdmin(LeadOnlyAdmin):
     form = CaseAdminForm
     list_display = ("slug", "status", "invariant", "proposer", "current_version", "updated_at")
     list_filter = ("status", "invariant", "source_kind")
     search_fields = ("slug", "question")
     readonly_fields = ("content_hash", "current_version", "created_at", "updated_at")
     raw_id_fields = ("proposer",)
-
-    def has_module_permission(self, request):
-        return roles.is_lead(request.user)
-
-    def has_view_permission(self, request, obj=None):
-        return roles.is_lead(request.user)
-
-    def has_change_permission(self, request, obj=None):
-        return roles.is_lead(request.user)
-
-    def has_add_permission(self, request):
-        return roles.is_lead(request.user)
 
     def has_delete_permission(self, request, obj=None):
         return False  # cases are retired, never deleted: their history must stay
@@ -88,13 +93,7 @@ class CaseAdmin(admin.ModelAdmin):
         case_admin_save(case=obj, actor=request.user, justification=form.cleaned_data.get("justification", ""))
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
-    def has_module_permission(self, request):
-        return roles.is_lead(request.user)
-
-    def has_view_permission(self, request, obj=None):
-        return roles.is_lead(request.user)
-
+class ReadOnlyAdmin(LeadOnlyAdmin):
     def has_add_permission(self, request):
         return False
 
@@ -127,20 +126,50 @@ class AuditEventAdmin(ReadOnlyAdmin):
 
 
 @admin.register(Stratum)
-class StratumAdmin(admin.ModelAdmin):
+class StratumAdmin(LeadOnlyAdmin):
     list_display = ("name", "tags", "min_cases")
 
-    def has_module_permission(self, request):
-        return roles.is_lead(request.user)
 
-    def has_view_permission(self, request, obj=None):
-        return roles.is_lead(request.user)
+class TargetAdminForm(forms.ModelForm):
+    class Meta:
+        model = Target
+        fields = [
+            "name",
+            "kind",
+            "url",
+            "callable_path",
+            "sabotage_modes",
+            "timeout",
+            "retries",
+            "concurrency",
+            "max_response_bytes",
+            "allowed_hosts",
+            "is_default",
+        ]
 
-    def has_change_permission(self, request, obj=None):
-        return roles.is_lead(request.user)
+    def clean(self):
+        data = super().clean()
+        if not self.errors:
+            from cases.services.checks import validate_target
 
-    def has_add_permission(self, request):
-        return roles.is_lead(request.user)
+            for problem in validate_target(Target(**{k: v for k, v in data.items() if k != "id"})):
+                self.add_error(None, problem)
+        return data
 
-    def has_delete_permission(self, request, obj=None):
-        return roles.is_lead(request.user)
+
+@admin.register(Target)
+class TargetAdmin(LeadOnlyAdmin):
+    form = TargetAdminForm
+    list_display = ("name", "kind", "url", "callable_path", "is_default", "timeout", "retries", "concurrency")
+
+    def save_model(self, request, obj, form, change):
+        from cases.services.checks import target_save
+
+        target_save(target=obj, user=request.user)
+
+
+@admin.register(CheckRun)
+class CheckRunAdmin(ReadOnlyAdmin):
+    list_display = ("id", "case", "target", "kind", "state", "verdict", "deliveries", "created_at")
+    list_filter = ("state", "verdict", "kind", "target")
+    search_fields = ("case__slug",)

@@ -181,3 +181,164 @@ class Stratum(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class TargetKind(models.TextChoices):
+    HTTP = "http"
+    CALLABLE = "callable"
+    DEMO = "demo"
+
+
+RETRIEVAL_MODES = ("normal", "disabled", "random-chunk")
+SABOTAGE_MODES = ("disabled", "random-chunk")
+
+
+def default_sabotage_modes() -> list[str]:
+    return list(SABOTAGE_MODES)
+
+
+class Target(models.Model):
+    """A system under test, registered by a lead (spec/target-protocol.md)."""
+
+    name = models.SlugField(max_length=64, unique=True)
+    kind = models.CharField(max_length=16, choices=TargetKind.choices)
+    url = models.URLField(max_length=500, blank=True, help_text="for http targets")
+    callable_path = models.CharField(max_length=300, blank=True, help_text="package.module:function")
+    sabotage_modes = ArrayField(models.CharField(max_length=20), default=default_sabotage_modes)
+    timeout = models.FloatField(default=30.0, help_text="seconds, connect and total, per attempt")
+    retries = models.PositiveSmallIntegerField(default=3)
+    concurrency = models.PositiveSmallIntegerField(default=4, help_text="calls in flight to this target at once")
+    max_response_bytes = models.PositiveIntegerField(default=1024 * 1024)
+    allowed_hosts = ArrayField(
+        models.CharField(max_length=255),
+        default=list,
+        blank=True,
+        help_text="hosts or networks allowed for this target on top of TARGET_ALLOWED_HOSTS",
+    )
+    is_default = models.BooleanField(default=False, help_text="checks new proposals")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["is_default"], condition=Q(is_default=True), name="one_default_target"),
+            models.CheckConstraint(condition=Q(kind__in=TargetKind.values), name="target_kind_valid"),
+            models.CheckConstraint(condition=~Q(kind="http") | ~Q(url=""), name="target_http_has_url"),
+            models.CheckConstraint(
+                condition=~Q(kind="callable") | ~Q(callable_path=""), name="target_callable_has_path"
+            ),
+            models.CheckConstraint(condition=Q(timeout__gt=0) & Q(timeout__lte=300), name="target_timeout_range"),
+            models.CheckConstraint(condition=Q(retries__lte=10), name="target_retries_range"),
+            models.CheckConstraint(
+                condition=Q(concurrency__gte=1) & Q(concurrency__lte=256), name="target_concurrency_range"
+            ),
+            models.CheckConstraint(
+                condition=Q(sabotage_modes__contained_by=list(SABOTAGE_MODES)) & Q(sabotage_modes__len__gte=1),
+                name="target_modes_valid",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class CheckKind(models.TextChoices):
+    DISCRIMINATION = "discrimination"
+    INVARIANT = "invariant"
+
+
+class CheckState(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    ERROR = "error"
+
+
+class Verdict(models.TextChoices):
+    DISCRIMINATES = "discriminates"
+    DOES_NOT_DISCRIMINATE = "does-not-discriminate"
+    HOLDS = "holds"
+    VIOLATED = "violated"
+    ERROR = "error"
+
+
+class CheckRun(models.Model):
+    """One discrimination (or invariant) check of some content of a case on a target.
+
+    PostgreSQL is the source of truth for its state; a worker claims it with a
+    conditional UPDATE, so a second delivery of the same task does nothing.
+    """
+
+    case = models.ForeignKey(Case, on_delete=models.PROTECT, related_name="check_runs")
+    version = models.ForeignKey(CaseVersion, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    content_hash = models.CharField(max_length=64, help_text="hash of the content that was checked")
+    content = models.JSONField(help_text="the expectations and flags that were checked")
+    target = models.ForeignKey(Target, on_delete=models.PROTECT, related_name="check_runs")
+    target_settings = models.JSONField(default=dict)
+    kind = models.CharField(max_length=16, choices=CheckKind.choices)
+    modes = ArrayField(models.CharField(max_length=20))
+    seed = models.IntegerField(default=17)
+    state = models.CharField(max_length=10, choices=CheckState.choices, default=CheckState.QUEUED)
+    verdict = models.CharField(max_length=24, choices=Verdict.choices, blank=True)
+    results = models.JSONField(default=dict, blank=True, help_text="per mode: passed, score details, response")
+    baseline_failed = models.BooleanField(default=False)
+    error = models.TextField(blank=True)
+    calls_total = models.PositiveSmallIntegerField(default=0)
+    calls_done = models.PositiveSmallIntegerField(default=0)
+    deliveries = models.PositiveSmallIntegerField(default=0)
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, related_name="+")
+    rerun_of = models.ForeignKey("self", on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["case", "target", "content_hash"], name="checkrun_lookup"),
+            models.Index(fields=["state", "lease_expires_at"], name="checkrun_state_lease"),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=Q(state__in=CheckState.values), name="checkrun_state_valid"),
+            models.CheckConstraint(
+                condition=Q(verdict="") | Q(verdict__in=Verdict.values), name="checkrun_verdict_valid"
+            ),
+            models.CheckConstraint(
+                condition=~Q(state__in=["done", "error"]) | ~Q(verdict=""), name="checkrun_finished_has_verdict"
+            ),
+            # The same content on the same target is checked once, unless someone asks for a re-run.
+            models.UniqueConstraint(
+                fields=["case", "target", "content_hash"],
+                condition=Q(rerun_of__isnull=True),
+                name="checkrun_once_per_content",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"check {self.pk} of {self.case_id} on {self.target_id}"
+
+    @property
+    def finished(self) -> bool:
+        return self.state in (CheckState.DONE, CheckState.ERROR)
+
+
+class CheckAttempt(models.Model):
+    """One call to the target: what was sent, what came back, how long it took."""
+
+    run = models.ForeignKey(CheckRun, on_delete=models.CASCADE, related_name="attempts")
+    mode = models.CharField(max_length=20)
+    number = models.PositiveSmallIntegerField()
+    delivery = models.PositiveSmallIntegerField(default=1)
+    request = models.JSONField()
+    status = models.PositiveSmallIntegerField(null=True, blank=True)
+    body = models.TextField(blank=True, help_text="the raw response, truncated")
+    error = models.TextField(blank=True)
+    started_at = models.DateTimeField()
+    duration_ms = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["run", "mode", "delivery", "number"]
+
+    def __str__(self) -> str:
+        return f"{self.run_id} {self.mode} attempt {self.number}"

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from cases.views import browse, home, transfer
+from cases.views import browse, demo_target, home, transfer
 
 app_name = "cases"
 
@@ -11,4 +11,5 @@ urlpatterns = [
     path("import/", transfer.import_cases, name="import"),
     path("export/", transfer.export_page, name="export"),
     path("export/cases.jsonl", transfer.export_download, name="export-download"),
+    path("demo-target/answer", demo_target.demo_target, name="demo-target"),
 ]

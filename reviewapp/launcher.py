@@ -83,6 +83,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     env.setdefault("DEBUG", "1")
     env.setdefault("SECRET_KEY", _local_secret_key())
     env.setdefault("ALLOWED_HOSTS", "127.0.0.1,localhost")
+    env["PORT"] = str(args.port)
     processes: list[subprocess.Popen] = []
     with ExitStack() as stack:
         start_services(stack, env, base=LOCAL, durable=True, fixed_ports=True)

@@ -174,6 +174,18 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 3600)}
 CELERY_TASK_ALWAYS_EAGER = False
+CELERY_BEAT_SCHEDULE = {
+    "sweep-checks": {"task": "cases.tasks.sweep_checks", "schedule": env_float("CHECK_SWEEP_SECONDS", 30.0)},
+}
+
+# Systems under test. Hosts (names, *.wildcards, IPs or networks) checks may call;
+# loopback, private and other reserved addresses only when listed explicitly.
+TARGET_ALLOWED_HOSTS = env_list("TARGET_ALLOWED_HOSTS")
+# A run still queued after this many seconds is handed to the workers again.
+CHECK_QUEUED_GRACE = env_int("CHECK_QUEUED_GRACE", 300)
+CHECK_QUEUE = os.environ.get("CHECK_QUEUE", "celery")
+# The bundled demo system under test, served by the app at /demo-target/answer.
+DEMO_TARGET_ENABLED = env_bool("DEMO_TARGET_ENABLED", True)
 
 CACHES = {
     "default": {

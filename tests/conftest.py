@@ -16,7 +16,7 @@ def make_user(username: str, *role_names: str, **extra):
 
     user = get_user_model().objects.create_user(username=username, password="pw-" + username, **extra)
     for name in role_names:
-        user.groups.add(Group.objects.get(name=name))
+        user.groups.add(Group.objects.get_or_create(name=name)[0])
     return user
 
 
@@ -69,3 +69,34 @@ def case_obj(case_id: str = "northline-terms", **overrides) -> dict:
 def jsonl(*objs, raw_lines: tuple[bytes, ...] = ()) -> io.BytesIO:
     data = b"".join(json.dumps(o, ensure_ascii=False).encode() + b"\n" for o in objs) + b"".join(raw_lines)
     return io.BytesIO(data)
+
+
+@pytest.fixture(scope="session")
+def celery_worker(django_db_setup, django_db_blocker):
+    """A real Celery worker process on the test database, shared by the session."""
+    from django.conf import settings
+
+    from tests.support import WorkerProcess
+
+    worker = WorkerProcess(settings.DATABASES["default"]["NAME"])
+    yield worker
+    worker.stop()
+
+
+@pytest.fixture
+def scripted_target():
+    from tests.support import ScriptedTarget
+
+    server = ScriptedTarget()
+    yield server
+    server.close()
+
+
+def demo_case(case_id: str) -> dict:
+    """A sample case of the bundled demo, by id."""
+    from cases.management.commands.load_demo import DEMO_DIR
+
+    for line in (DEMO_DIR / "cases.jsonl").read_text(encoding="utf-8").splitlines():
+        if line.strip() and json.loads(line)["id"] == case_id:
+            return json.loads(line)
+    raise KeyError(case_id)

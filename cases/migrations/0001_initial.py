@@ -11,7 +11,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -20,133 +19,298 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='Case',
+            name="Case",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slug', models.CharField(max_length=100, unique=True, validators=[django.core.validators.RegexValidator(re.compile('\\A[a-z0-9][a-z0-9._-]{0,99}\\Z'), "lowercase letters, digits, '.', '_' and '-'")], verbose_name='id')),
-                ('question', models.TextField(max_length=4000)),
-                ('tags', django.contrib.postgres.fields.ArrayField(base_field=models.CharField(max_length=64), blank=True, default=list)),
-                ('source_kind', models.CharField(blank=True, choices=[('trace', 'Trace'), ('ticket', 'Ticket'), ('bug-report', 'Bug Report'), ('known-hard', 'Known Hard'), ('expert', 'Expert'), ('synthetic', 'Synthetic')], max_length=20)),
-                ('source_ref', models.TextField(blank=True)),
-                ('context', models.JSONField(blank=True, default=dict)),
-                ('rubric', models.JSONField(blank=True, default=list)),
-                ('expectations', models.JSONField(blank=True, default=list)),
-                ('phrasings', models.JSONField(blank=True, default=list)),
-                ('wrong_answers', models.JSONField(blank=True, default=list)),
-                ('invariant', models.BooleanField(default=False)),
-                ('status', models.CharField(choices=[('draft', 'draft'), ('proposed', 'proposed'), ('changes-requested', 'changes requested'), ('accepted', 'accepted'), ('rejected', 'rejected'), ('retired', 'retired')], default='draft', max_length=20)),
-                ('content_hash', models.CharField(max_length=64)),
-                ('current_version', models.PositiveIntegerField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('proposer', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='proposed_cases', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "slug",
+                    models.CharField(
+                        max_length=100,
+                        unique=True,
+                        validators=[
+                            django.core.validators.RegexValidator(
+                                re.compile("\\A[a-z0-9][a-z0-9._-]{0,99}\\Z"),
+                                "lowercase letters, digits, '.', '_' and '-'",
+                            )
+                        ],
+                        verbose_name="id",
+                    ),
+                ),
+                ("question", models.TextField(max_length=4000)),
+                (
+                    "tags",
+                    django.contrib.postgres.fields.ArrayField(
+                        base_field=models.CharField(max_length=64), blank=True, default=list
+                    ),
+                ),
+                (
+                    "source_kind",
+                    models.CharField(
+                        blank=True,
+                        choices=[
+                            ("trace", "Trace"),
+                            ("ticket", "Ticket"),
+                            ("bug-report", "Bug Report"),
+                            ("known-hard", "Known Hard"),
+                            ("expert", "Expert"),
+                            ("synthetic", "Synthetic"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("source_ref", models.TextField(blank=True)),
+                ("context", models.JSONField(blank=True, default=dict)),
+                ("rubric", models.JSONField(blank=True, default=list)),
+                ("expectations", models.JSONField(blank=True, default=list)),
+                ("phrasings", models.JSONField(blank=True, default=list)),
+                ("wrong_answers", models.JSONField(blank=True, default=list)),
+                ("invariant", models.BooleanField(default=False)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("draft", "draft"),
+                            ("proposed", "proposed"),
+                            ("changes-requested", "changes requested"),
+                            ("accepted", "accepted"),
+                            ("rejected", "rejected"),
+                            ("retired", "retired"),
+                        ],
+                        default="draft",
+                        max_length=20,
+                    ),
+                ),
+                ("content_hash", models.CharField(max_length=64)),
+                ("current_version", models.PositiveIntegerField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "proposer",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="proposed_cases",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-updated_at', '-id'],
+                "ordering": ["-updated_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='AuditEvent',
+            name="AuditEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('version', models.PositiveIntegerField(blank=True, help_text='the case version this change led to', null=True)),
-                ('at', models.DateTimeField(db_index=True)),
-                ('action', models.CharField(choices=[('imported', 'Imported'), ('created', 'Created'), ('expectation-added', 'Expectation Added'), ('expectation-removed', 'Expectation Removed'), ('expectation-modified', 'Expectation Modified'), ('tags-changed', 'Tags Changed'), ('invariant-changed', 'Invariant Changed'), ('status-changed', 'Status Changed'), ('retired', 'Retired'), ('override', 'Override')], max_length=32)),
-                ('path', models.CharField(blank=True, help_text='what changed, e.g. expectations[1]', max_length=100)),
-                ('before', models.JSONField(blank=True, null=True)),
-                ('after', models.JSONField(blank=True, null=True)),
-                ('classification', models.CharField(blank=True, choices=[('tightening', 'Tightening'), ('relaxing', 'Relaxing'), ('neutral', 'Neutral')], max_length=16)),
-                ('reason', models.TextField(blank=True, help_text='why the change is classified as it is')),
-                ('justification', models.TextField(blank=True)),
-                ('context', models.JSONField(blank=True, default=dict, help_text='interface, request or task, command')),
-                ('actor', models.ForeignKey(null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('case', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='audit_events', to='cases.case')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "version",
+                    models.PositiveIntegerField(blank=True, help_text="the case version this change led to", null=True),
+                ),
+                ("at", models.DateTimeField(db_index=True)),
+                (
+                    "action",
+                    models.CharField(
+                        choices=[
+                            ("imported", "Imported"),
+                            ("created", "Created"),
+                            ("expectation-added", "Expectation Added"),
+                            ("expectation-removed", "Expectation Removed"),
+                            ("expectation-modified", "Expectation Modified"),
+                            ("tags-changed", "Tags Changed"),
+                            ("invariant-changed", "Invariant Changed"),
+                            ("status-changed", "Status Changed"),
+                            ("retired", "Retired"),
+                            ("override", "Override"),
+                        ],
+                        max_length=32,
+                    ),
+                ),
+                ("path", models.CharField(blank=True, help_text="what changed, e.g. expectations[1]", max_length=100)),
+                ("before", models.JSONField(blank=True, null=True)),
+                ("after", models.JSONField(blank=True, null=True)),
+                (
+                    "classification",
+                    models.CharField(
+                        blank=True,
+                        choices=[("tightening", "Tightening"), ("relaxing", "Relaxing"), ("neutral", "Neutral")],
+                        max_length=16,
+                    ),
+                ),
+                ("reason", models.TextField(blank=True, help_text="why the change is classified as it is")),
+                ("justification", models.TextField(blank=True)),
+                (
+                    "context",
+                    models.JSONField(blank=True, default=dict, help_text="interface, request or task, command"),
+                ),
+                (
+                    "actor",
+                    models.ForeignKey(
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "case",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="audit_events", to="cases.case"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-at', '-id'],
+                "ordering": ["-at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='CaseVersion',
+            name="CaseVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.PositiveIntegerField()),
-                ('canonical_json', models.TextField()),
-                ('content_hash', models.CharField(max_length=64)),
-                ('accepted_at', models.DateTimeField()),
-                ('note', models.TextField(blank=True)),
-                ('accepted_by', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('case', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='versions', to='cases.case')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("number", models.PositiveIntegerField()),
+                ("canonical_json", models.TextField()),
+                ("content_hash", models.CharField(max_length=64)),
+                ("accepted_at", models.DateTimeField()),
+                ("note", models.TextField(blank=True)),
+                (
+                    "accepted_by",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="+", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "case",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="versions", to="cases.case"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['case', 'number'],
+                "ordering": ["case", "number"],
             },
         ),
         migrations.CreateModel(
-            name='Stratum',
+            name="Stratum",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100, unique=True)),
-                ('tags', django.contrib.postgres.fields.ArrayField(base_field=models.CharField(max_length=64), help_text='tags a case must all carry')),
-                ('description', models.TextField(blank=True)),
-                ('min_cases', models.PositiveIntegerField(default=5, help_text='fewer accepted cases than this is flagged')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=100, unique=True)),
+                (
+                    "tags",
+                    django.contrib.postgres.fields.ArrayField(
+                        base_field=models.CharField(max_length=64), help_text="tags a case must all carry"
+                    ),
+                ),
+                ("description", models.TextField(blank=True)),
+                (
+                    "min_cases",
+                    models.PositiveIntegerField(default=5, help_text="fewer accepted cases than this is flagged"),
+                ),
             ],
             options={
-                'verbose_name_plural': 'strata',
-                'ordering': ['name'],
-                'constraints': [models.CheckConstraint(condition=models.Q(('tags__len__gte', 1)), name='stratum_has_tags')],
+                "verbose_name_plural": "strata",
+                "ordering": ["name"],
+                "constraints": [
+                    models.CheckConstraint(condition=models.Q(("tags__len__gte", 1)), name="stratum_has_tags")
+                ],
             },
         ),
         migrations.AddIndex(
-            model_name='case',
-            index=django.contrib.postgres.indexes.GinIndex(fields=['tags'], name='case_tags_gin'),
+            model_name="case",
+            index=django.contrib.postgres.indexes.GinIndex(fields=["tags"], name="case_tags_gin"),
         ),
         migrations.AddIndex(
-            model_name='case',
-            index=models.Index(fields=['status', '-updated_at', '-id'], name='case_status_updated'),
+            model_name="case",
+            index=models.Index(fields=["status", "-updated_at", "-id"], name="case_status_updated"),
         ),
         migrations.AddIndex(
-            model_name='case',
-            index=models.Index(fields=['proposer', 'status'], name='case_proposer_status'),
+            model_name="case",
+            index=models.Index(fields=["proposer", "status"], name="case_proposer_status"),
         ),
         migrations.AddConstraint(
-            model_name='case',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['draft', 'proposed', 'changes-requested', 'accepted', 'rejected', 'retired'])), name='case_status_valid'),
+            model_name="case",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("status__in", ["draft", "proposed", "changes-requested", "accepted", "rejected", "retired"])
+                ),
+                name="case_status_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='case',
-            constraint=models.CheckConstraint(condition=models.Q(('source_kind', ''), ('source_kind__in', ['trace', 'ticket', 'bug-report', 'known-hard', 'expert', 'synthetic']), _connector='OR'), name='case_source_kind_valid'),
+            model_name="case",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("source_kind", ""),
+                    ("source_kind__in", ["trace", "ticket", "bug-report", "known-hard", "expert", "synthetic"]),
+                    _connector="OR",
+                ),
+                name="case_source_kind_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='case',
-            constraint=models.CheckConstraint(condition=models.Q(('slug__regex', '^[a-z0-9][a-z0-9._-]{0,99}$')), name='case_slug_format'),
+            model_name="case",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("slug__regex", "^[a-z0-9][a-z0-9._-]{0,99}$")), name="case_slug_format"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='case',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('status', 'accepted'), _negated=True), ('current_version__isnull', False), _connector='OR'), name='case_accepted_has_version'),
+            model_name="case",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("status", "accepted"), _negated=True), ("current_version__isnull", False), _connector="OR"
+                ),
+                name="case_accepted_has_version",
+            ),
         ),
         migrations.AddIndex(
-            model_name='auditevent',
-            index=models.Index(fields=['case', '-at'], name='audit_case_at'),
+            model_name="auditevent",
+            index=models.Index(fields=["case", "-at"], name="audit_case_at"),
         ),
         migrations.AddConstraint(
-            model_name='auditevent',
-            constraint=models.CheckConstraint(condition=models.Q(('action__in', ['imported', 'created', 'expectation-added', 'expectation-removed', 'expectation-modified', 'tags-changed', 'invariant-changed', 'status-changed', 'retired', 'override'])), name='audit_action_valid'),
+            model_name="auditevent",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    (
+                        "action__in",
+                        [
+                            "imported",
+                            "created",
+                            "expectation-added",
+                            "expectation-removed",
+                            "expectation-modified",
+                            "tags-changed",
+                            "invariant-changed",
+                            "status-changed",
+                            "retired",
+                            "override",
+                        ],
+                    )
+                ),
+                name="audit_action_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='auditevent',
-            constraint=models.CheckConstraint(condition=models.Q(('classification', ''), ('classification__in', ['tightening', 'relaxing', 'neutral']), _connector='OR'), name='audit_classification_valid'),
+            model_name="auditevent",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("classification", ""),
+                    ("classification__in", ["tightening", "relaxing", "neutral"]),
+                    _connector="OR",
+                ),
+                name="audit_classification_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='caseversion',
-            constraint=models.UniqueConstraint(fields=('case', 'number'), name='caseversion_unique_number'),
+            model_name="caseversion",
+            constraint=models.UniqueConstraint(fields=("case", "number"), name="caseversion_unique_number"),
         ),
         migrations.AddConstraint(
-            model_name='caseversion',
-            constraint=models.CheckConstraint(condition=models.Q(('number__gte', 1)), name='caseversion_number_positive'),
+            model_name="caseversion",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("number__gte", 1)), name="caseversion_number_positive"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='caseversion',
-            constraint=models.CheckConstraint(condition=models.Q(('content_hash__regex', '^[0-9a-f]{64}$')), name='caseversion_hash_hex'),
+            model_name="caseversion",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("content_hash__regex", "^[0-9a-f]{64}$")), name="caseversion_hash_hex"
+            ),
         ),
     ]

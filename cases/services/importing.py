@@ -62,6 +62,7 @@ class ImportResult:
     unchanged: int = 0
     status: str = CaseStatus.DRAFT
     lines: int = 0
+    checks_queued: int = 0
 
 
 @dataclass
@@ -164,6 +165,11 @@ def cases_import(
                 errors.append("file: contains no cases")
             if errors:
                 raise ImportFailed(errors)
+            if status == CaseStatus.PROPOSED:
+                # Importing as proposed is submitting: each proposal gets its check.
+                from cases.services.checks import checks_queue_for_proposals
+
+                result.checks_queued = checks_queue_for_proposals(slugs=list(seen_ids), user=user)
     except IntegrityError as exc:
         # Another import created one of these ids after we looked.
         raise ImportFailed([f"file: a case id already exists ({exc.__cause__ or exc})"]) from exc

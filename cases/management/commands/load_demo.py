@@ -12,7 +12,7 @@ from django.db import transaction
 
 from cases import roles
 from cases.auditctx import audit_context
-from cases.models import Case, Stratum
+from cases.models import Case, Stratum, Target, TargetKind
 from cases.services import cases_import
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "demo"
@@ -27,12 +27,16 @@ DEMO_USERS = {
 }
 
 DEMO_STRATA = [
-    ("Payments: facts", ["payments", "fact"], "Payment terms, discounts and credit limits."),
+    ("Payments: facts", ["payments", "fact"], "Payment terms and discounts of customer agreements."),
     ("Freight: policy", ["freight", "policy"], "Who may grant freight credits, and how."),
-    ("Returns: policy", ["returns", "policy"], "Returns and warranty rules."),
-    ("Shipping: facts", ["shipping", "fact"], "Cut-off times, hazardous goods, schedules."),
-    ("Catalogue: facts", ["catalogue", "fact"], "Products and pricing tiers."),
-    ("Refusals", ["refusal"], "Questions the assistant must decline or clarify."),
+    ("Returns: facts", ["returns", "fact"], "Return windows, restocking fees and warranties."),
+    ("Shipping: facts", ["shipping", "fact"], "Cut-off times, hazardous goods, surcharges."),
+    ("Accounts: policy", ["accounts", "policy"], "Credit limits and approvals."),
+    ("Pricing: facts", ["pricing", "fact"], "Pricing tiers and discounts."),
+    ("Catalogue: facts", ["catalogue", "fact"], "Products and their specifications."),
+    ("General: policy", ["general", "policy"], "How the assistant speaks and behaves."),
+    ("Refusals", ["refusal"], "Questions the assistant must decline."),
+    ("Clarifications", ["clarification"], "Questions the assistant must ask about first."),
     ("Invariants", ["invariant"], "Properties that hold under every configuration."),
 ]
 
@@ -45,7 +49,7 @@ DEMO_STATUS = {
 DRAFT_EXAMPLE = {
     "id": "returns-window-draft",
     "question": "How long do customers have to return unopened stock?",
-    "tags": ["returns", "policy"],
+    "tags": ["returns", "fact"],
     "expectations": [{"kind": "must-contain", "value": "30 days"}],
     "source": {"kind": "expert"},
 }
@@ -62,6 +66,7 @@ class Command(BaseCommand):
         with transaction.atomic(), audit_context("cli", command="load_demo"):
             users = self._users()
             self._strata()
+            self._targets()
             created = self._cases(users)
         password = demo_password()
         self.stdout.write(
@@ -89,6 +94,21 @@ class Command(BaseCommand):
     def _strata(self):
         for name, tags, description in DEMO_STRATA:
             Stratum.objects.get_or_create(name=name, defaults={"tags": tags, "description": description})
+
+    def _targets(self):
+        # The bundled demo checks new proposals; the same system over HTTP, served by
+        # this app, shows the protocol path (loopback is allowed for it explicitly).
+        Target.objects.get_or_create(name="demo", defaults={"kind": TargetKind.DEMO, "is_default": True})
+        port = os.environ.get("PORT", "8000")
+        Target.objects.get_or_create(
+            name="demo-http",
+            defaults={
+                "kind": TargetKind.HTTP,
+                "url": f"http://127.0.0.1:{port}/demo-target/answer",
+                "allowed_hosts": ["127.0.0.1"],
+                "timeout": 10.0,
+            },
+        )
 
     def _cases(self, users) -> int:
         lines = [

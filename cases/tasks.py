@@ -1,0 +1,17 @@
+"""Celery tasks: thin interfaces that take ids and call a service."""
+
+from celery import shared_task
+
+from cases.auditctx import audit_context
+from cases.services import checks
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def run_checks(run_ids: list[int]) -> int:
+    with audit_context("task", task="run_checks"):
+        return checks.checks_execute(run_ids)
+
+
+@shared_task(ignore_result=True)
+def sweep_checks() -> dict:
+    return checks.checks_sweep()
