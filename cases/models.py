@@ -60,6 +60,9 @@ class Case(models.Model):
     # sha256 of the canonical content (see cases.canonical); changes whenever content does.
     content_hash = models.CharField(max_length=64)
     current_version = models.PositiveIntegerField(null=True, blank=True)
+    # Bumped on every submission; a review decides one round, so a decision is
+    # recorded at most once per submission whoever clicks, and however often.
+    review_round = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -100,6 +103,7 @@ class CaseVersion(models.Model):
     content_hash = models.CharField(max_length=64)
     accepted_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     accepted_at = models.DateTimeField()
+    review = models.ForeignKey("Review", on_delete=models.PROTECT, null=True, blank=True, related_name="+")
     note = models.TextField(blank=True)
 
     class Meta:
@@ -342,3 +346,34 @@ class CheckAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run_id} {self.mode} attempt {self.number}"
+
+
+class Decision(models.TextChoices):
+    APPROVE = "approve", "approve"
+    REQUEST_CHANGES = "request-changes", "request changes"
+    REJECT = "reject", "reject"
+
+
+class Review(models.Model):
+    """A reviewer's decision on one submission of a case, with the checklist as it stood."""
+
+    case = models.ForeignKey(Case, on_delete=models.PROTECT, related_name="reviews")
+    round = models.PositiveIntegerField()
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="reviews")
+    decision = models.CharField(max_length=20, choices=Decision.choices)
+    comment = models.TextField()
+    content_hash = models.CharField(max_length=64, help_text="the content that was reviewed")
+    checklist = models.JSONField(default=dict, help_text="each item: passed, evidence summary, override")
+    check_run = models.ForeignKey(CheckRun, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    version = models.PositiveIntegerField(null=True, blank=True, help_text="the version an approval wrote")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["case", "round"], name="review_once_per_round"),
+            models.CheckConstraint(condition=Q(decision__in=Decision.values), name="review_decision_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.case_id} round {self.round}: {self.decision}"

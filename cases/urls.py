@@ -1,13 +1,27 @@
 from django.urls import path
 
-from cases.views import browse, demo_target, home, transfer
+from cases.views import browse, demo_target, editor, home, manage, review, transfer
 
 app_name = "cases"
 
 urlpatterns = [
     path("", home.home, name="home"),
     path("cases/", browse.case_list, name="list"),
+    path("cases/new/", editor.propose, name="propose"),
+    path("cases/editor/rows/<str:section>/", editor.editor_rows_view, name="editor-rows"),
+    path("cases/editor/preview/<str:panel>/", editor.editor_preview, name="editor-preview"),
     path("cases/<slug:slug>/", browse.case_detail, name="detail"),
+    path("cases/<slug:slug>/edit/", editor.edit, name="edit"),
+    path("review/", review.queue, name="queue"),
+    path("review/<slug:slug>/", review.review_page, name="review"),
+    path("review/<slug:slug>/check/", review.check_panel, name="check-panel"),
+    path("review/<slug:slug>/check/rerun/", review.check_rerun, name="check-rerun"),
+    path("review/<slug:slug>/decide/", review.decide, name="decide"),
+    path("strata/", manage.strata, name="strata"),
+    path("strata/<int:pk>/", manage.stratum_edit, name="stratum-edit"),
+    path("targets/", manage.targets, name="targets"),
+    path("targets/check-all/", manage.check_all_proposed, name="check-all"),
+    path("targets/check-all/progress/", manage.check_all_progress, name="check-all-progress"),
     path("import/", transfer.import_cases, name="import"),
     path("export/", transfer.export_page, name="export"),
     path("export/cases.jsonl", transfer.export_download, name="export-download"),

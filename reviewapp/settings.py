@@ -212,6 +212,12 @@ SCORING_CLARIFICATION_PHRASES = env_list(
     "could you clarify,can you clarify,do you mean,could you specify,can you specify,which one",
 )
 
+# Checklist item 3: two phrasings whose answers are this similar (rapidfuzz ratio of
+# the normalised text, 0-100) count as one.
+PHRASING_MAX_SIMILARITY = env_float("PHRASING_MAX_SIMILARITY", 90.0)
+# The "similar cases" panel: questions at least this similar are shown.
+SIMILAR_QUESTION_THRESHOLD = env_float("SIMILAR_QUESTION_THRESHOLD", 80.0)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

@@ -42,6 +42,7 @@ CASE_COLUMNS = (
     "proposer_id",
     "content_hash",
     "current_version",
+    "review_round",
     "created_at",
     "updated_at",
 )
@@ -247,6 +248,7 @@ def _copy_new(rows: list[_Row], *, user, status: str, now, ctx: dict) -> None:
                         user.pk,
                         row.content_hash,
                         version,
+                        1 if status == CaseStatus.PROPOSED else 0,  # importing as proposed is a submission
                         now,
                         now,
                     )
@@ -294,6 +296,8 @@ def _update_existing(row: _Row, *, user, status: str, now, ctx: dict, errors: li
     before = canonical.content_of_case(case)
     for name, value in row.fields.items():
         setattr(case, name, value)
+    if status == CaseStatus.PROPOSED and case.status != CaseStatus.PROPOSED:
+        case.review_round += 1
     case.status = status
     case.content_hash = row.content_hash
     version = None

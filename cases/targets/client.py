@@ -9,6 +9,7 @@ connection goes through the outbound guard.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import importlib
 import json
@@ -102,6 +103,8 @@ class _GuardedHTTPConnection(http.client.HTTPConnection):
     def connect(self) -> None:
         self.sock = connect_guarded(self.host, self.port, self.timeout, self._allowlist)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        # Kept after http.client hands the socket to the response and forgets it.
+        self.guarded_sock = self.sock
 
 
 class _GuardedHTTPSConnection(http.client.HTTPSConnection):
@@ -112,6 +115,7 @@ class _GuardedHTTPSConnection(http.client.HTTPSConnection):
     def connect(self) -> None:
         sock = connect_guarded(self.host, self.port, self.timeout, self._allowlist)
         self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
+        self.guarded_sock = self.sock
 
 
 def _http_attempt(url: str, body: bytes, headers: dict[str, str], settings: CallSettings) -> tuple[int, bytes]:
@@ -121,6 +125,18 @@ def _http_attempt(url: str, body: bytes, headers: dict[str, str], settings: Call
     deadline = time.monotonic() + settings.timeout
     cls = _GuardedHTTPSConnection if scheme == "https" else _GuardedHTTPConnection
     conn = cls(host, port, timeout=settings.timeout, allowlist=settings.allowlist)
+
+    def cut_off() -> None:
+        # The timeout is for the whole answer: a server trickling bytes, each within the
+        # socket timeout, is cut off here rather than holding the attempt open.
+        sock = getattr(conn, "guarded_sock", None)
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    watchdog = threading.Timer(settings.timeout, cut_off)
+    watchdog.daemon = True
+    watchdog.start()
     try:
         conn.request("POST", path, body=body, headers=headers)
         response = conn.getresponse()
@@ -138,12 +154,7 @@ def _http_attempt(url: str, body: bytes, headers: dict[str, str], settings: Call
         chunks: list[bytes] = []
         size = 0
         while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise TimeoutError
-            if conn.sock is not None:
-                conn.sock.settimeout(remaining)
-            chunk = response.read(64 * 1024)
+            chunk = response.read1(64 * 1024)
             if not chunk:
                 break
             size += len(chunk)
@@ -152,8 +163,17 @@ def _http_attempt(url: str, body: bytes, headers: dict[str, str], settings: Call
                     f"the body is over the cap of {settings.max_bytes:,} bytes", retryable=False, status=status
                 )
             chunks.append(chunk)
+        if time.monotonic() >= deadline:
+            raise TimeoutError
         return status, b"".join(chunks)
+    except (OSError, http.client.HTTPException) as exc:
+        if isinstance(exc, http.client.InvalidURL):
+            raise _Failed(f"the URL is not valid: {exc}", retryable=False) from exc
+        if time.monotonic() >= deadline:
+            raise TimeoutError from exc
+        raise
     finally:
+        watchdog.cancel()
         conn.close()
 
 
@@ -186,7 +206,7 @@ def _run_attempts(
         except TimeoutError:
             attempt.error, attempt.retryable = f"no complete answer within {settings.timeout:g} s", True
         except (ConnectionError, OSError, http.client.HTTPException) as exc:
-            attempt.error, attempt.retryable = f"connection failed: {exc}", True
+            attempt.error, attempt.retryable = f"connection failed: {exc or type(exc).__name__}", True
         attempt.duration_ms = int((time.monotonic() - t0) * 1000)
         result.attempts.append(attempt)
         if result.response is not None or not attempt.retryable or number > settings.retries:
@@ -259,7 +279,7 @@ def call_python(
         def target() -> None:
             try:
                 box["value"] = fn(payload["question"], payload["retrieval"], payload["seed"])
-            except Exception as exc:  # the system under test failing is data, not our crash
+            except BaseException as exc:  # the system under test failing is data, not our crash
                 box["error"] = exc
 
         thread = threading.Thread(target=target, daemon=True)
@@ -270,7 +290,10 @@ def call_python(
         if "error" in box:
             exc = box["error"]
             raise _Failed(f"the callable raised {type(exc).__name__}: {exc}", retryable=True)
-        raw = json.dumps(box["value"], ensure_ascii=False, default=str).encode("utf-8")
+        try:
+            raw = json.dumps(box["value"], ensure_ascii=False, default=str).encode("utf-8")
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise _Failed(f"the callable returned something that is not JSON: {exc}", retryable=False) from exc
         if len(raw) > settings.max_bytes:
             raise _Failed(f"the response is over the cap of {settings.max_bytes:,} bytes", retryable=False)
         return _parse_response(raw)

@@ -134,9 +134,12 @@ def check_url(url: str, allowlist: Allowlist) -> tuple[str, str, int]:
     if not host:
         raise OutboundRefused("the URL has no host")
     try:
-        port = parts.port or (443 if scheme == "https" else 80)
+        port = parts.port
     except ValueError as exc:
         raise OutboundRefused(f"bad port in URL: {exc}") from exc
+    if port == 0:
+        raise OutboundRefused("port 0 is not a port a service listens on")
+    port = port or (443 if scheme == "https" else 80)
     if not allowlist.host_allowed(host):
         raise OutboundRefused(f"host {host!r} is not on the target allowlist")
     return scheme, host, port

@@ -1,0 +1,182 @@
+"""Proposing and editing a case. The page works as one plain form; htmx adds rows in
+place and refreshes the live panels (scores, strata, similar cases) as the expert types."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+from django_htmx.http import trigger_client_event
+
+from cases import canonical, checklist, roles
+from cases.forms import content_from_post, editor_rows, errors_by_field
+from cases.models import Case
+from cases.services import review as review_service
+from cases.services.lifecycle import CaseProblems, can_edit, case_create, case_submit, case_update, submission_problems
+from cases.similar import similar_questions
+from cases.validation import EXPECTATION_KINDS, MATCH_MODES, SOURCE_KINDS, validate_case
+from cases.views.access import _get_case_for_user
+
+TEMPLATE = "cases/editor.html"
+
+BLANK = {
+    "id": "",
+    "question": "",
+    "tags": [],
+    "expectations": [{"kind": "must-contain", "value": ""}],
+    "phrasings": [{"answer": ""}, {"answer": ""}],
+    "wrongAnswers": [{"answer": ""}],
+}
+
+
+def _context(content: dict, *, case: Case | None = None, errors: dict | None = None, **extra) -> dict:
+    return {
+        "case": case,
+        "form": editor_rows(content),
+        "errors": errors or {},
+        "kinds": EXPECTATION_KINDS,
+        "match_modes": MATCH_MODES,
+        "source_kinds": SOURCE_KINDS,
+        **extra,
+    }
+
+
+def _require_proposer(request) -> None:
+    if not roles.can_propose(request.user):
+        if not roles.role_names(request.user):
+            raise Http404("no such page")
+        raise PermissionDenied("only experts and leads propose cases")
+
+
+@login_required
+def propose(request):
+    _require_proposer(request)
+    if request.method != "POST":
+        return render(request, TEMPLATE, _context(BLANK))
+    content = content_from_post(request.POST)
+    if row := _row_action(request.POST):
+        _apply_row_op(content, row[0], row[1], row[2], request.POST.get("kind", ""))
+        return render(request, TEMPLATE, _context(content))
+    try:
+        case = case_create(user=request.user, content=content)
+    except CaseProblems as exc:
+        return render(request, TEMPLATE, _context(content, errors=errors_by_field(exc.problems)), status=400)
+    if request.POST.get("action") == "submit":
+        return _submit(request, case, content)
+    messages.success(request, f"Draft {case.slug} saved.")
+    return redirect("cases:edit", slug=case.slug)
+
+
+@login_required
+def edit(request, slug: str):
+    case, _ = _get_case_for_user(request, slug)
+    if not can_edit(case, request.user):
+        raise PermissionDenied("only the proposer edits a case, and only while it is a draft or sent back")
+    if request.method != "POST":
+        return render(request, TEMPLATE, _context(canonical.content_of_case(case), case=case))
+    content = content_from_post(request.POST, slug=case.slug)
+    if row := _row_action(request.POST):
+        _apply_row_op(content, row[0], row[1], row[2], request.POST.get("kind", ""))
+        return render(request, TEMPLATE, _context(content, case=case))
+    try:
+        case = case_update(case=case, user=request.user, content=content)
+    except CaseProblems as exc:
+        return render(request, TEMPLATE, _context(content, case=case, errors=errors_by_field(exc.problems)), status=400)
+    if request.POST.get("action") == "submit":
+        return _submit(request, case, content)
+    messages.success(request, "Draft saved.")
+    return redirect("cases:edit", slug=case.slug)
+
+
+def _submit(request, case: Case, content: dict):
+    try:
+        case_submit(case=case, user=request.user)
+    except CaseProblems as exc:
+        problems = submission_problems(case)
+        return render(
+            request,
+            TEMPLATE,
+            _context(
+                content,
+                case=case,
+                errors=errors_by_field(exc.problems),
+                submit_problems=[str(p) for p in problems],
+            ),
+            status=400,
+        )
+    messages.success(request, f"{case.slug} was submitted for review; its discrimination check is queued.")
+    return redirect("cases:detail", slug=case.slug)
+
+
+# -- htmx endpoints of the editor -----------------------------------------------------
+
+
+@login_required
+@require_POST
+def editor_rows_view(request, section: str):
+    """Add or remove a row of one list in place; the rest of the form is kept as typed."""
+    _require_proposer(request)
+    content = content_from_post(request.POST)
+    key = {"expectations": "expectations", "phrasings": "phrasings", "wrong": "wrongAnswers"}.get(section)
+    if key is None:
+        raise Http404("no such section")
+    _apply_row_op(content, key, request.POST.get("op", ""), request.POST.get("index", ""), request.POST.get("kind", ""))
+    response = render(request, f"{TEMPLATE}#{section}", _context(content))
+    return trigger_client_event(response, "rows-changed")
+
+
+def _apply_row_op(content: dict, key: str, op: str, index: str, kind: str) -> None:
+    items = content.setdefault(key, [])
+    if op == "add":
+        if key == "expectations":
+            kind = kind if kind in EXPECTATION_KINDS else "must-contain"
+            blank = {"kind": kind}
+            blank |= {"value": {}} if kind == "behaviour" else {} if kind == "must-cite" else {"value": ""}
+            items.append(blank)
+        else:
+            items.append({"answer": ""})
+    elif op == "remove" and index.isdigit() and int(index) < len(items):
+        items.pop(int(index))
+
+
+ROW_ACTIONS = {"exp": "expectations", "phr": "phrasings", "wrong": "wrongAnswers"}
+
+
+def _row_action(post) -> tuple[str, str, str] | None:
+    """The no-JavaScript form of the row buttons: ``add-exp``, ``remove-phr-2``..."""
+    action = post.get("action", "")
+    parts = action.split("-")
+    if len(parts) >= 2 and parts[0] in ("add", "remove") and parts[1] in ROW_ACTIONS:
+        return ROW_ACTIONS[parts[1]], parts[0], parts[2] if len(parts) > 2 else ""
+    return None
+
+
+@login_required
+@require_POST
+def editor_preview(request, panel: str):
+    """The live panels: every phrasing and wrong answer scored, the strata, similar cases."""
+    _require_proposer(request)
+    slug = request.POST.get("slug") or None
+    content = content_from_post(request.POST, slug=slug or "preview")
+    if panel == "scores":
+        problems = validate_case(content, draft=True)
+        items = review_service.gather(Case(slug=content["id"]), content)
+        return render(
+            request,
+            f"{TEMPLATE}#scores",
+            {
+                "phrasing_rows": items[3].evidence["phrasings"],
+                "pairs": items[3].evidence["pairs"],
+                "wrong_rows": items[2].evidence["wrong"],
+                "expectation_problems": [str(p) for p in problems if p.path.startswith("expectations")],
+            },
+        )
+    if panel == "strata":
+        matched = checklist.matching_strata(content["tags"], review_service.strata_table())
+        return render(request, f"{TEMPLATE}#strata", {"matched": matched, "tags": content["tags"]})
+    if panel == "similar":
+        return render(request, f"{TEMPLATE}#similar", {"similar": similar_questions(content["question"], exclude=slug)})
+    raise Http404("no such panel")
