@@ -71,6 +71,20 @@ def jsonl(*objs, raw_lines: tuple[bytes, ...] = ()) -> io.BytesIO:
     return io.BytesIO(data)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _end_other_database_sessions(django_db_setup, django_db_blocker):
+    """Workers, live-server threads and check threads may still hold connections to the
+    test database when the session ends; end them so the database can be dropped."""
+    yield
+    from django.db import connection
+
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+
+
 @pytest.fixture(scope="session")
 def celery_worker(django_db_setup, django_db_blocker):
     """A real Celery worker process on the test database, shared by the session."""
