@@ -63,6 +63,15 @@ class Case(models.Model):
     # Bumped on every submission; a review decides one round, so a decision is
     # recorded at most once per submission whoever clicks, and however often.
     review_round = models.PositiveIntegerField(default=0)
+    # A revision of an accepted case: the version it started from and who is revising it.
+    # The accepted content stays in CaseVersion until the revision is accepted.
+    revision_of = models.PositiveIntegerField(null=True, blank=True)
+    revised_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="revisions"
+    )
+    retire_requested = models.BooleanField(default=False)
+    # Justifications of the revision's relaxing changes, by path, shown to the reviewer.
+    revision_justifications = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -92,6 +101,11 @@ class Case(models.Model):
         from django.urls import reverse
 
         return reverse("cases:detail", args=[self.slug])
+
+    @property
+    def author_id(self) -> int:
+        """Who wrote the content under review: the reviser of a revision, else the proposer."""
+        return self.revised_by_id or self.proposer_id
 
 
 class CaseVersion(models.Model):
@@ -377,3 +391,63 @@ class Review(models.Model):
 
     def __str__(self) -> str:
         return f"{self.case_id} round {self.round}: {self.decision}"
+
+
+class AuditAcknowledgement(models.Model):
+    """A lead has looked at a relaxation (or override) and accepts it as justified."""
+
+    event = models.OneToOneField(AuditEvent, on_delete=models.PROTECT, related_name="acknowledgement")
+    lead = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    note = models.TextField(blank=True)
+    at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"ack of {self.event_id}"
+
+
+class Release(models.Model):
+    """A golden-set version: accepted case versions frozen under a number and a hash."""
+
+    number = models.PositiveIntegerField(unique=True)
+    content_hash = models.CharField(max_length=64, help_text="sha256 of the canonical JSONL")
+    note = models.TextField(blank=True)
+    changelog = models.JSONField(
+        default=dict, help_text="against the previous release: added, removed, tightened, relaxed"
+    )
+    case_count = models.PositiveIntegerField(default=0)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-number"]
+        constraints = [models.CheckConstraint(condition=Q(number__gte=1), name="release_number_positive")]
+
+    def __str__(self) -> str:
+        return f"release {self.number}"
+
+
+class ReleaseItem(models.Model):
+    release = models.ForeignKey(Release, on_delete=models.PROTECT, related_name="items")
+    version = models.ForeignKey(CaseVersion, on_delete=models.PROTECT, related_name="+")
+    case_slug = models.CharField(max_length=100)
+
+    class Meta:
+        ordering = ["release", "case_slug"]
+        constraints = [models.UniqueConstraint(fields=["release", "case_slug"], name="release_case_once")]
+
+    def __str__(self) -> str:
+        return f"{self.release_id}: {self.case_slug}"
+
+
+class ApiToken(models.Model):
+    """A personal token for scripts (``Authorization: Bearer <token>``); only its hash is kept."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100)
+    token_hash = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=8)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"

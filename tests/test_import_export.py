@@ -108,8 +108,24 @@ class TestImportWrites:
         result = cases_import(stream=jsonl(changed, case_obj("u-2")), user=expert, update=True)
         assert (result.created, result.updated) == (1, 1)
         assert Case.objects.get(slug="u-1").tags == ["payments", "fact", "northline"]
-        event = AuditEvent.objects.filter(case__slug="u-1").order_by("-id").first()
-        assert event.before["tags"] == ["payments", "fact"] and event.after["tags"][-1] == "northline"
+        event = AuditEvent.objects.get(case__slug="u-1", action="tags-changed")
+        assert (event.before, event.after) == (["payments", "fact"], ["payments", "fact", "northline"])
+        assert event.classification == "neutral" and "northline" in event.reason
+
+    def test_a_relaxing_update_of_an_accepted_case_needs_a_justification(self, lead):
+        cases_import(stream=jsonl(case_obj("rel")), user=lead, status="accepted")
+        looser = case_obj("rel")
+        del looser["expectations"][1]  # drop the must-not-contain
+        errors = import_errors(jsonl(looser), lead, status="accepted", update=True)
+        assert errors == [
+            'line 1: expectations[1]: relaxing change (must-not-contain "30" removed) needs a justification'
+        ] or errors[0].startswith("line 1: expectations[1]: relaxing change")
+        assert Case.objects.get(slug="rel").current_version == 1
+        cases_import(stream=jsonl(looser), user=lead, status="accepted", update=True, justification="30 is gone")
+        case = Case.objects.get(slug="rel")
+        assert case.current_version == 2
+        event = AuditEvent.objects.get(case=case, action="expectation-removed")
+        assert (event.classification, event.justification, event.version) == ("relaxing", "30 is gone", 2)
 
     def test_update_of_an_accepted_case_by_an_expert_is_refused(self, expert, lead):
         cases_import(stream=jsonl(case_obj("acc")), user=lead, status="accepted")

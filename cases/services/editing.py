@@ -11,56 +11,15 @@ from django.utils import timezone
 from cases import canonical, validation
 from cases.auditctx import current_context
 from cases.models import AuditAction, AuditEvent, Case, CaseStatus
+from cases.services.audit import change_events
 
 FROZEN_STATUSES = (CaseStatus.ACCEPTED, CaseStatus.RETIRED, CaseStatus.REJECTED)
 
 
-def content_changes(before: dict[str, Any], after: dict[str, Any]) -> list[dict[str, Any]]:
-    """The audited differences between two contents: expectations, tags and invariant."""
-    changes: list[dict[str, Any]] = []
-    old, new = before.get("expectations", []), after.get("expectations", [])
-    for i in range(max(len(old), len(new))):
-        if i >= len(old):
-            changes.append(
-                {"action": AuditAction.EXPECTATION_ADDED, "path": f"expectations[{i}]", "before": None, "after": new[i]}
-            )
-        elif i >= len(new):
-            changes.append(
-                {
-                    "action": AuditAction.EXPECTATION_REMOVED,
-                    "path": f"expectations[{i}]",
-                    "before": old[i],
-                    "after": None,
-                }
-            )
-        elif old[i] != new[i]:
-            changes.append(
-                {
-                    "action": AuditAction.EXPECTATION_MODIFIED,
-                    "path": f"expectations[{i}]",
-                    "before": old[i],
-                    "after": new[i],
-                }
-            )
-    if before.get("tags", []) != after.get("tags", []):
-        changes.append(
-            {
-                "action": AuditAction.TAGS_CHANGED,
-                "path": "tags",
-                "before": before.get("tags", []),
-                "after": after.get("tags", []),
-            }
-        )
-    if bool(before.get("invariant")) != bool(after.get("invariant")):
-        changes.append(
-            {
-                "action": AuditAction.INVARIANT_CHANGED,
-                "path": "invariant",
-                "before": bool(before.get("invariant")),
-                "after": bool(after.get("invariant")),
-            }
-        )
-    return changes
+def _all_paths(before: dict, after: dict) -> list[str]:
+    """Every path a change could have: one admin justification covers all of them."""
+    n = max(len(before.get("expectations", [])), len(after.get("expectations", [])))
+    return [f"expectations[{i}]" for i in range(n)] + ["tags", "invariant"]
 
 
 def edit_problems(stored: Case | None, content: dict[str, Any], status: str) -> list[str]:
@@ -101,13 +60,18 @@ def case_admin_save(*, case: Case, actor, justification: str = "") -> Case:
             )
             return case
         before = canonical.content_of_case(stored)
-        changes = content_changes(before, content)
         case.current_version = stored.current_version
         case.save()
-        events = [
-            AuditEvent(case=case, version=None, actor=actor, at=now, justification=justification, context=ctx, **change)
-            for change in changes
-        ]
+        events = change_events(
+            case=case,
+            before=before,
+            after=content,
+            actor=actor,
+            version=None,
+            context=ctx,
+            at=now,
+            justifications={path: justification for path in _all_paths(before, content)},
+        )
         if case.status != stored.status:
             action = AuditAction.RETIRED if case.status == CaseStatus.RETIRED else AuditAction.STATUS_CHANGED
             events.append(

@@ -17,10 +17,11 @@ from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from cases import canonical, roles, validation
+from cases import canonical, relaxation, roles, validation
 from cases.auditctx import current_context
 from cases.jsonl import iter_lines, parse_line
 from cases.models import AuditAction, AuditEvent, Case, CaseStatus, CaseVersion
+from cases.services.audit import change_events
 
 IMPORT_STATUSES = (CaseStatus.DRAFT, CaseStatus.PROPOSED, CaseStatus.ACCEPTED)
 BATCH_SIZE = 2000
@@ -43,6 +44,8 @@ CASE_COLUMNS = (
     "content_hash",
     "current_version",
     "review_round",
+    "retire_requested",
+    "revision_justifications",
     "created_at",
     "updated_at",
 )
@@ -98,6 +101,7 @@ def cases_import(
     status: str = CaseStatus.DRAFT,
     update: bool = False,
     filename: str = "",
+    justification: str = "",
 ) -> ImportResult:
     """Import every case of a JSONL stream, or nothing.
 
@@ -112,6 +116,8 @@ def cases_import(
     batch: list[_Row] = []
     now = timezone.now()
     ctx = current_context() | ({"file": filename[:200]} if filename else {})
+    if justification.strip():
+        ctx["justification"] = justification.strip()
 
     def error(text: str) -> None:
         errors.append(text)
@@ -249,6 +255,8 @@ def _copy_new(rows: list[_Row], *, user, status: str, now, ctx: dict) -> None:
                         row.content_hash,
                         version,
                         1 if status == CaseStatus.PROPOSED else 0,  # importing as proposed is a submission
+                        False,
+                        "{}",
                         now,
                         now,
                     )
@@ -294,8 +302,17 @@ def _update_existing(row: _Row, *, user, status: str, now, ctx: dict, errors: li
         )
         return False
     before = canonical.content_of_case(case)
+    justification = ctx.get("justification", "")
+    if case.current_version and not justification:
+        relaxing = [c for c in relaxation.diff_contents(before, row.content) if c.relaxing]
+        if relaxing:
+            errors.extend(
+                f"line {row.line}: {c.path}: relaxing change ({c.reason}) needs a justification" for c in relaxing
+            )
+            return False
     for name, value in row.fields.items():
         setattr(case, name, value)
+    previous_status = case.status
     if status == CaseStatus.PROPOSED and case.status != CaseStatus.PROPOSED:
         case.review_round += 1
     case.status = status
@@ -314,14 +331,29 @@ def _update_existing(row: _Row, *, user, status: str, now, ctx: dict, errors: li
             note="imported",
         )
     case.save()
-    AuditEvent.objects.create(
+    events = change_events(
         case=case,
-        version=version,
-        actor=user,
-        at=now,
-        action=AuditAction.IMPORTED,
         before=before,
-        after=row.content | {"status": status},
+        after=row.content,
+        actor=user,
+        version=version,
+        at=now,
         context=ctx,
+        justifications=dict.fromkeys([c.path for c in relaxation.diff_contents(before, row.content)], justification),
     )
+    events.append(
+        AuditEvent(
+            case=case,
+            version=version,
+            actor=user,
+            at=now,
+            action=AuditAction.IMPORTED,
+            path="status",
+            before={"status": previous_status},
+            after={"status": status},
+            justification=justification,
+            context=ctx,
+        )
+    )
+    AuditEvent.objects.bulk_create(events)
     return True

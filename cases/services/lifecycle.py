@@ -1,17 +1,24 @@
-"""Proposing cases: create, edit, submit (draft -> proposed -> changes requested -> proposed)."""
+"""Proposing cases and revising accepted ones.
+
+draft -> proposed -> (changes requested -> proposed)* -> accepted | rejected; an accepted
+case is never edited in place: ``revision_start`` opens its content for editing while the
+accepted version stays in ``CaseVersion``, and the revision is reviewed like a proposal.
+Retiring is a revision too (``retirement_request``).
+"""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
-from cases import canonical, roles, validation
+from cases import canonical, relaxation, roles, validation
 from cases.auditctx import current_context
-from cases.models import AuditAction, AuditEvent, Case, CaseStatus
-from cases.services.editing import content_changes
+from cases.models import AuditAction, AuditEvent, Case, CaseStatus, CaseVersion
+from cases.services.audit import change_events, unjustified
 
 EDITABLE = (CaseStatus.DRAFT, CaseStatus.CHANGES_REQUESTED)
 
@@ -25,7 +32,23 @@ class CaseProblems(Exception):
 
 
 def can_edit(case: Case, user) -> bool:
-    return case.proposer_id == getattr(user, "pk", None) and case.status in EDITABLE and roles.can_propose(user)
+    return case.author_id == getattr(user, "pk", None) and case.status in EDITABLE and roles.can_propose(user)
+
+
+def base_content(case: Case) -> dict[str, Any] | None:
+    """The accepted content a revision started from (None when it is not a revision)."""
+    if not case.revision_of:
+        return None
+    version = CaseVersion.objects.get(case=case, number=case.revision_of)
+    return json.loads(version.canonical_json)
+
+
+def revision_changes(case: Case, content: dict[str, Any] | None = None) -> list[relaxation.Change]:
+    """What a revision changes against the accepted version, each classified."""
+    base = base_content(case)
+    if base is None:
+        return []
+    return relaxation.diff_contents(base, content if content is not None else canonical.content_of_case(case))
 
 
 def case_create(*, user, content: dict[str, Any]) -> Case:
@@ -52,29 +75,57 @@ def case_create(*, user, content: dict[str, Any]) -> Case:
     return case
 
 
-def case_update(*, case: Case, user, content: dict[str, Any]) -> Case:
-    """Save the proposer's edit of a draft or of a case sent back for changes."""
+def case_update(*, case: Case, user, content: dict[str, Any], justifications: dict[str, str] | None = None) -> Case:
+    """Save the author's edit of a draft, a case sent back, or a revision.
+
+    In a revision every relaxing change (against the accepted version) needs a
+    justification that answers the expectation's why; without one nothing is saved.
+    """
     with transaction.atomic():
         case = Case.objects.select_for_update().get(pk=case.pk)
         if not can_edit(case, user):
-            raise PermissionDenied("only the proposer edits a case, and only while it is a draft or sent back")
+            raise PermissionDenied("only the author edits a case, and only while it is a draft or sent back")
         content = dict(content, id=case.slug)  # the id is stable once created
         problems = validation.validate_case(content, draft=True)
         if problems:
             raise CaseProblems(problems)
-        before = canonical.content_of_case(case)
         fields = canonical.fields_from_content(content)
         after = canonical.content_from_fields(**fields)
-        if after == before:
+        merged = dict(case.revision_justifications)
+        merged.update({k: v.strip() for k, v in (justifications or {}).items() if v and v.strip()})
+        changes = revision_changes(case, after)
+        missing = unjustified(changes, merged)
+        if missing:
+            raise CaseProblems(
+                [
+                    validation.FieldError(
+                        change.path,
+                        f"relaxing change ({change.reason}) needs a justification"
+                        + (f" that answers its why: {change.why!r}" if change.why else ""),
+                    )
+                    for change in missing
+                ]
+            )
+        before = canonical.content_of_case(case)
+        if after == before and merged == case.revision_justifications:
             return case
         for name, value in fields.items():
             setattr(case, name, value)
         _, case.content_hash = canonical.hash_content(after)
+        live_paths = {c.path for c in changes}
+        case.revision_justifications = {k: v for k, v in merged.items() if k in live_paths}
         case.save()
-        now, ctx = timezone.now(), current_context()
+        version = case.revision_of + 1 if case.revision_of else None
         AuditEvent.objects.bulk_create(
-            AuditEvent(case=case, actor=user, at=now, context=ctx, **change)
-            for change in content_changes(before, after)
+            change_events(
+                case=case,
+                before=before,
+                after=after,
+                actor=user,
+                version=version,
+                justifications=case.revision_justifications,
+                context=current_context(),
+            )
         )
     return case
 
@@ -84,30 +135,122 @@ def submission_problems(case: Case) -> list[validation.FieldError]:
     return validation.validate_case(canonical.content_of_case(case), draft=False)
 
 
+def _to_review(case: Case, user, *, action: str = AuditAction.STATUS_CHANGED, justification: str = "") -> None:
+    before = case.status
+    case.status = CaseStatus.PROPOSED
+    case.review_round += 1
+    case.save()
+    AuditEvent.objects.create(
+        case=case,
+        actor=user,
+        at=timezone.now(),
+        action=action,
+        path="status",
+        before=before,
+        after=CaseStatus.PROPOSED,
+        justification=justification,
+        context=current_context(),
+    )
+
+
 def case_submit(*, case: Case, user) -> Case:
-    """Send a draft (or a case sent back) to review, and queue its automatic checks."""
+    """Send a draft, a case sent back or a revision to review, and queue its checks."""
     from cases.services.checks import checks_queue_for_proposals
 
     with transaction.atomic():
         case = Case.objects.select_for_update().get(pk=case.pk)
         if not can_edit(case, user):
-            raise PermissionDenied("only the proposer submits a case, and only while it is a draft or sent back")
+            raise PermissionDenied("only the author submits a case, and only while it is a draft or sent back")
         problems = submission_problems(case)
+        missing = unjustified(revision_changes(case), case.revision_justifications)
+        problems += [
+            validation.FieldError(c.path, f"relaxing change ({c.reason}) needs a justification") for c in missing
+        ]
         if problems:
             raise CaseProblems(problems)
-        before = case.status
-        case.status = CaseStatus.PROPOSED
-        case.review_round += 1
-        case.save(update_fields=["status", "review_round", "updated_at"])
+        _to_review(case, user)
+        checks_queue_for_proposals(slugs=[case.slug], user=user)
+    return case
+
+
+def revision_start(*, case: Case, user) -> Case:
+    """Open an accepted case for a revision by ``user``; its accepted version stays in force."""
+    if not roles.can_propose(user):
+        raise PermissionDenied("only experts and leads propose revisions")
+    with transaction.atomic():
+        case = Case.objects.select_for_update().get(pk=case.pk)
+        if case.status != CaseStatus.ACCEPTED:
+            raise PermissionDenied(f"only an accepted case can be revised; this one is {case.status}")
+        case.status = CaseStatus.DRAFT
+        case.revision_of = case.current_version
+        case.revised_by = user
+        case.revision_justifications = {}
+        case.save()
         AuditEvent.objects.create(
             case=case,
             actor=user,
             at=timezone.now(),
             action=AuditAction.STATUS_CHANGED,
             path="status",
-            before=before,
-            after=CaseStatus.PROPOSED,
+            before=CaseStatus.ACCEPTED,
+            after=CaseStatus.DRAFT,
+            reason=f"revision of version {case.revision_of} opened",
             context=current_context(),
         )
-        checks_queue_for_proposals(slugs=[case.slug], user=user)
+    return case
+
+
+def revision_discard(*, case: Case, user) -> Case:
+    """Drop an unsubmitted revision: the case returns to its accepted version."""
+    with transaction.atomic():
+        case = Case.objects.select_for_update().get(pk=case.pk)
+        if not (case.revision_of and can_edit(case, user)):
+            raise PermissionDenied("only the author discards their own open revision")
+        restore_accepted(case, user, reason="revision discarded")
+    return case
+
+
+def restore_accepted(case: Case, user, *, reason: str, justification: str = "") -> None:
+    """Put the accepted version's content back in the working copy (the revision ends)."""
+    content = base_content(case)
+    before_status = case.status
+    for name, value in canonical.fields_from_content(content).items():
+        setattr(case, name, value)
+    _, case.content_hash = canonical.hash_content(canonical.content_of_case(case))
+    case.status = CaseStatus.ACCEPTED
+    case.revision_of = None
+    case.revised_by = None
+    case.retire_requested = False
+    case.revision_justifications = {}
+    case.save()
+    AuditEvent.objects.create(
+        case=case,
+        actor=user,
+        at=timezone.now(),
+        action=AuditAction.STATUS_CHANGED,
+        path="status",
+        before=before_status,
+        after=CaseStatus.ACCEPTED,
+        version=case.current_version,
+        reason=reason,
+        justification=justification,
+        context=current_context(),
+    )
+
+
+def retirement_request(*, case: Case, user, justification: str) -> Case:
+    """Ask to retire an accepted case. A relaxation: it needs a justification and a review."""
+    if not roles.can_propose(user):
+        raise PermissionDenied("only experts and leads ask to retire cases")
+    if not justification.strip():
+        raise CaseProblems([validation.FieldError("justification", "say why this case should be retired")])
+    with transaction.atomic():
+        case = Case.objects.select_for_update().get(pk=case.pk)
+        if case.status != CaseStatus.ACCEPTED:
+            raise PermissionDenied(f"only an accepted case can be retired; this one is {case.status}")
+        case.revision_of = case.current_version
+        case.revised_by = user
+        case.retire_requested = True
+        case.revision_justifications = {"status": justification.strip()}
+        _to_review(case, user, justification=justification.strip())
     return case

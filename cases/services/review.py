@@ -10,7 +10,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
-from cases import canonical, checklist, roles
+from cases import canonical, checklist, relaxation, roles
 from cases.auditctx import current_context
 from cases.models import (
     AuditAction,
@@ -27,6 +27,7 @@ from cases.models import (
 from cases.scoring import compile_case
 from cases.scoring_config import detector_config_from_settings
 from cases.services import checks
+from cases.services.lifecycle import restore_accepted, revision_changes
 from cases.validation import validate_case
 
 
@@ -54,7 +55,8 @@ class Marks:
 
 
 def can_decide(case: Case, user) -> bool:
-    return roles.can_review(user) and case.proposer_id != user.pk
+    """Reviewers and leads decide; never on a case they proposed or are revising."""
+    return roles.can_review(user) and user.pk not in (case.proposer_id, case.revised_by_id)
 
 
 def strata_table() -> list[tuple[str, list[str]]]:
@@ -111,9 +113,27 @@ def gather(case: Case, content: dict[str, Any] | None = None) -> dict[int, check
     ]
     cited = [e["documentId"] for e in expectations if isinstance(e, dict) and e.get("kind") == "must-cite"]
     hints = checklist.volatility_hints(texts, cited)
+    changes = revision_changes(case, content) if case.pk else []
+    justifications = case.revision_justifications if case.pk else {}
     return {
         1: checklist.Item(
-            1, None, f"{len(expectations)} expectation(s), each with its why", {"expectations": expectations}
+            1,
+            None,
+            f"{len(expectations)} expectation(s), each with its why",
+            {
+                "expectations": expectations,
+                "changes": [
+                    {
+                        "path": c.path,
+                        "classification": c.classification,
+                        "reason": c.reason,
+                        "why": c.why,
+                        "justification": justifications.get(c.path, ""),
+                    }
+                    for c in changes
+                ],
+                "revision_of": case.revision_of if case.pk else None,
+            },
         ),
         2: checklist.item_discrimination(check_summary(run, case), wrong),
         3: checklist.item_phrasings(phrasings, pairs),
@@ -164,6 +184,8 @@ def review_decide(
             raise AlreadyDecided(f"this submission was already decided{who}; the case is now {case.status}", existing)
         if case.content_hash != content_hash:
             raise AlreadyDecided("the case changed since you opened it; reload to review the current content")
+        if case.retire_requested:
+            return _decide_retirement(case, user, decision, comment, round, content_hash)
         items = gather(case)
         if decision == Decision.APPROVE:
             problems = approval_problems(items, marks, len(case.expectations))
@@ -205,13 +227,18 @@ def review_decide(
                 review=review,
             )
             case.status, case.current_version = CaseStatus.ACCEPTED, version
+            case.revision_of, case.revised_by, case.revision_justifications = None, None, {}
             review.version = version
             review.save(update_fields=["version"])
         elif decision == Decision.REQUEST_CHANGES:
             case.status = CaseStatus.CHANGES_REQUESTED
+        elif case.revision_of:
+            # A rejected revision leaves the accepted version in force.
+            restore_accepted(case, user, reason="revision rejected", justification=comment.strip())
+            return review
         else:
             case.status = CaseStatus.REJECTED
-        case.save(update_fields=["status", "current_version", "updated_at"])
+        case.save()
         events = [
             AuditEvent(
                 case=case,
@@ -245,4 +272,43 @@ def review_decide(
                     )
                 )
         AuditEvent.objects.bulk_create(events)
+    return review
+
+
+def _decide_retirement(case: Case, user, decision: str, comment: str, round: int, content_hash: str) -> Review:
+    """A retirement is approved or refused as a whole; the checklist does not apply."""
+    if decision == Decision.REQUEST_CHANGES:
+        raise DecisionRefused(["decision: a retirement is approved or rejected"])
+    now, ctx = timezone.now(), current_context()
+    review = Review.objects.create(
+        case=case,
+        round=round,
+        reviewer=user,
+        decision=decision,
+        comment=comment.strip(),
+        content_hash=content_hash,
+        checklist={"retirement": True},
+        version=case.current_version,
+    )
+    if decision == Decision.REJECT:
+        restore_accepted(case, user, reason="retirement refused", justification=comment.strip())
+        return review
+    change = relaxation.retirement_change(CaseStatus.ACCEPTED)
+    AuditEvent.objects.create(
+        case=case,
+        version=case.current_version,
+        actor=case.revised_by,
+        at=now,
+        action=AuditAction.RETIRED,
+        path="status",
+        before=CaseStatus.ACCEPTED,
+        after=CaseStatus.RETIRED,
+        classification=change.classification,
+        reason=change.reason,
+        justification=case.revision_justifications.get("status", ""),
+        context=ctx | {"review": review.pk, "approved_by": user.pk},
+    )
+    case.status = CaseStatus.RETIRED
+    case.revision_of, case.revised_by, case.retire_requested, case.revision_justifications = None, None, False, {}
+    case.save()
     return review

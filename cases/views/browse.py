@@ -3,9 +3,8 @@ import json
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 
-from cases import canonical, roles
+from cases import canonical, relaxation, roles
 from cases.models import Case, CaseStatus
-from cases.services.editing import content_changes
 from cases.services.review import current_check
 from cases.views.access import _get_case_for_user, require_member
 
@@ -44,8 +43,8 @@ def version_diff(case, a: int, b: int) -> dict | None:
     if a not in versions or b not in versions:
         return None
     left, right = (json.loads(versions[n].canonical_json) for n in (a, b))
-    changes = content_changes(left, right)
-    changed_paths = {c["path"] for c in changes}
+    changes = relaxation.diff_contents(left, right)
+    changed_paths = {c.path for c in changes}
     width = max(len(left["expectations"]), len(right["expectations"]))
     rows = [
         {
@@ -77,6 +76,7 @@ def case_detail(request, slug: str):
             "case": case,
             "can_write": can_write,
             "can_review": roles.can_review(request.user),
+            "can_propose": roles.can_propose(request.user),
             "content_json": json.dumps(content, indent=2, ensure_ascii=False),
             "versions": versions,
             "diff": diff,

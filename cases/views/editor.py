@@ -15,7 +15,18 @@ from cases import canonical, checklist, roles
 from cases.forms import content_from_post, editor_rows, errors_by_field
 from cases.models import Case
 from cases.services import review as review_service
-from cases.services.lifecycle import CaseProblems, can_edit, case_create, case_submit, case_update, submission_problems
+from cases.services.lifecycle import (
+    CaseProblems,
+    can_edit,
+    case_create,
+    case_submit,
+    case_update,
+    retirement_request,
+    revision_changes,
+    revision_discard,
+    revision_start,
+    submission_problems,
+)
 from cases.similar import similar_questions
 from cases.validation import EXPECTATION_KINDS, MATCH_MODES, SOURCE_KINDS, validate_case
 from cases.views.access import _get_case_for_user
@@ -33,7 +44,21 @@ BLANK = {
 
 
 def _context(content: dict, *, case: Case | None = None, errors: dict | None = None, **extra) -> dict:
+    justifications = dict(case.revision_justifications) if case is not None else {}
+    justifications.update(extra.pop("posted_justifications", {}))
+    changes = revision_changes(case, content) if case is not None and case.revision_of else []
     return {
+        "revision_changes": [
+            {
+                "path": c.path,
+                "classification": c.classification,
+                "reason": c.reason,
+                "why": c.why,
+                "relaxing": c.relaxing,
+                "justification": justifications.get(c.path, ""),
+            }
+            for c in changes
+        ],
         "case": case,
         "form": editor_rows(content),
         "errors": errors or {},
@@ -78,13 +103,25 @@ def edit(request, slug: str):
     if request.method != "POST":
         return render(request, TEMPLATE, _context(canonical.content_of_case(case), case=case))
     content = content_from_post(request.POST, slug=case.slug)
+    justifications = {k[len("justify-") :]: v for k, v in request.POST.items() if k.startswith("justify-")}
     if row := _row_action(request.POST):
         _apply_row_op(content, row[0], row[1], row[2], request.POST.get("kind", ""))
-        return render(request, TEMPLATE, _context(content, case=case))
+        return render(request, TEMPLATE, _context(content, case=case, posted_justifications=justifications))
     try:
-        case = case_update(case=case, user=request.user, content=content)
+        case = case_update(case=case, user=request.user, content=content, justifications=justifications)
     except CaseProblems as exc:
-        return render(request, TEMPLATE, _context(content, case=case, errors=errors_by_field(exc.problems)), status=400)
+        return render(
+            request,
+            TEMPLATE,
+            _context(
+                content,
+                case=case,
+                errors=errors_by_field(exc.problems),
+                posted_justifications=justifications,
+                justify_problems=[str(p) for p in exc.problems if "justification" in p.message],
+            ),
+            status=400,
+        )
     if request.POST.get("action") == "submit":
         return _submit(request, case, content)
     messages.success(request, "Draft saved.")
@@ -180,3 +217,48 @@ def editor_preview(request, panel: str):
     if panel == "similar":
         return render(request, f"{TEMPLATE}#similar", {"similar": similar_questions(content["question"], exclude=slug)})
     raise Http404("no such panel")
+
+
+# -- revisions ------------------------------------------------------------------------
+
+
+@login_required
+@require_POST
+def revise(request, slug: str):
+    """Propose a revision of an accepted case: the editor opens on a copy of it."""
+    case, _ = _get_case_for_user(request, slug)
+    _require_proposer(request)
+    try:
+        revision_start(case=case, user=request.user)
+    except PermissionDenied as exc:
+        messages.error(request, str(exc))
+        return redirect("cases:detail", slug=case.slug)
+    messages.success(
+        request, f"Revision of version {case.current_version} opened. Relaxing changes need a justification."
+    )
+    return redirect("cases:edit", slug=case.slug)
+
+
+@login_required
+@require_POST
+def discard(request, slug: str):
+    case, _ = _get_case_for_user(request, slug)
+    revision_discard(case=case, user=request.user)
+    messages.success(request, "Revision discarded; the accepted version stays.")
+    return redirect("cases:detail", slug=case.slug)
+
+
+@login_required
+@require_POST
+def retire(request, slug: str):
+    case, _ = _get_case_for_user(request, slug)
+    _require_proposer(request)
+    try:
+        retirement_request(case=case, user=request.user, justification=request.POST.get("justification", ""))
+    except CaseProblems as exc:
+        messages.error(request, str(exc))
+    except PermissionDenied as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, "Retirement sent for review.")
+    return redirect("cases:detail", slug=case.slug)

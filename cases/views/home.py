@@ -20,4 +20,12 @@ def home(request):
             .exclude(proposer=user)
             .only("slug", "question", "status", "updated_at")[:20]
         )
+    if roles.LEAD in names:
+        from cases.models import AuditEvent, Classification
+
+        context["to_audit"] = (
+            AuditEvent.objects.filter(classification=Classification.RELAXING, acknowledgement__isnull=True)
+            .select_related("case", "actor")
+            .order_by("-at")[:20]
+        )
     return render(request, "cases/home.html", context)

@@ -2,8 +2,9 @@ import sys
 
 from django.core.management.base import BaseCommand
 
-from cases.models import CaseStatus
+from cases.models import CaseStatus, Release
 from cases.services import export_lines
+from cases.services.releases import release_lines
 
 
 class Command(BaseCommand):
@@ -14,10 +15,15 @@ class Command(BaseCommand):
         parser.add_argument("--release", type=int, help="export the cases of release N")
 
     def handle(self, *args, **opts):
-        if opts["release"] is not None:
-            self.stderr.write("error: --release: releases are not available yet")
-            sys.exit(2)
         out = sys.stdout
-        for line in export_lines(status=opts["status"]):
+        if opts["release"] is not None:
+            release = Release.objects.filter(number=opts["release"]).first()
+            if release is None:
+                self.stderr.write(f"error: --release: there is no release {opts['release']}")
+                sys.exit(2)
+            lines = release_lines(release)
+        else:
+            lines = export_lines(status=opts["status"])
+        for line in lines:
             out.write(line)
         out.flush()

@@ -19,6 +19,11 @@ class Command(BaseCommand):
         parser.add_argument("--status", choices=IMPORT_STATUSES, default="draft")
         parser.add_argument("--user", required=True, help="username the cases are imported as")
         parser.add_argument("--update", action="store_true", help="replace cases whose id already exists")
+        parser.add_argument(
+            "--justification",
+            default="",
+            help="why, for relaxing changes to accepted cases (recorded in the audit trail)",
+        )
 
     def handle(self, *args, **opts):
         User = get_user_model()
@@ -36,7 +41,12 @@ class Command(BaseCommand):
         try:
             with stream, audit_context("cli", command="import_cases", file=path):
                 result = cases_import(
-                    stream=stream, user=user, status=opts["status"], update=opts["update"], filename=path
+                    stream=stream,
+                    user=user,
+                    status=opts["status"],
+                    update=opts["update"],
+                    filename=path,
+                    justification=opts["justification"],
                 )
         except ImportFailed as exc:
             for error in exc.errors:
