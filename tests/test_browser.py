@@ -59,7 +59,11 @@ def sign_in(browser, base: str, username: str):
     page = context.new_page()
     page.set_default_timeout(20_000)
     problems: list[str] = []
-    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    # A refused form comes back as 400 on purpose (the form re-rendered with its problems).
+    page.on(
+        "console",
+        lambda m: problems.append(m.text) if m.type == "error" and "status of 400" not in m.text else None,
+    )
     page.on("pageerror", lambda e: problems.append(str(e)))
     page.goto(f"{base}/login/")
     page.fill("#id_username", username)
@@ -159,3 +163,57 @@ def test_a_missing_why_blocks_submission_with_a_visible_message(browser, site):
     assert "say what this assertion protects" in expert.locator("fieldset.expectation").first.inner_text()
     shot(expert, "submit-refused")
     assert Case.objects.get(slug="no-why").status == CaseStatus.DRAFT
+
+
+def test_a_relaxed_revision_needs_a_justification_and_reaches_the_lead_audit(browser, site, celery_worker, lead):
+    import io
+    import json
+
+    from cases.services import cases_import
+    from tests.conftest import demo_case
+
+    case = demo_case("northline-terms") | {"id": "relax-me"}
+    cases_import(stream=io.BytesIO(json.dumps(case).encode()), user=lead, status="accepted")
+
+    expert = sign_in(browser, site, "expert")
+    expert.goto(f"{site}/cases/relax-me/")
+    expert.click("#propose-revision")
+    expert.wait_for_url(f"{site}/cases/relax-me/edit/")
+    # Drop the must-not-contain "30": a relaxation.
+    expert.locator("fieldset.expectation[data-index='1'] button.remove").click()
+    expert.wait_for_function("() => document.querySelectorAll('fieldset.expectation').length === 3")
+    expert.click("button[value=save]")
+    box = expert.locator("textarea[name='justify-expectations[1]']")
+    box.wait_for()
+    assert "needs a justification" in expert.locator("#revision-changes").inner_text()
+    assert "superseded" in expert.locator("#revision-changes").inner_text()  # the original why is shown beside it
+    shot(expert, "revision-justify")
+    box.fill("The 2024 agreement is no longer retrievable, so net 30 cannot appear.")
+    expert.click("button[value=save]")
+    expert.wait_for_selector("text=Draft saved.")
+    expert.click("button[value=submit]")
+    expert.wait_for_url(f"{site}/cases/relax-me/")
+
+    reviewer = sign_in(browser, site, "reviewer")
+    reviewer.goto(f"{site}/review/relax-me/")
+    assert "no longer retrievable" in reviewer.locator("#revision-changes").inner_text()
+    reviewer.wait_for_selector("#check-panel .verdict", timeout=60_000)
+    for i in range(3):
+        reviewer.check(f"input[name=required-{i}]")
+    reviewer.check("input[name=item-4][value=pass]")
+    if reviewer.locator("textarea[name=override-2]").count():
+        reviewer.locator("details.override summary").first.click()
+        reviewer.fill("textarea[name=override-2]", "checked by hand")
+    reviewer.fill("textarea[name=comment]", "The relaxation is justified.")
+    reviewer.click("#approve")
+    reviewer.wait_for_url(f"{site}/cases/relax-me/")
+    assert Case.objects.get(slug="relax-me").current_version == 2
+
+    auditor = sign_in(browser, site, "lead")
+    auditor.goto(f"{site}/audit/")
+    row = auditor.locator("table.audit tr", has_text="relax-me").filter(has_text="expectation-removed")
+    assert row.count() == 1
+    text = row.inner_text()
+    assert "no longer retrievable" in text and "superseded" in text and "reviewer" in text
+    shot(auditor, "audit")
+    assert not expert.problems and not reviewer.problems and not auditor.problems
