@@ -451,3 +451,57 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"
+
+
+class RunState(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    ERROR = "error"
+
+
+class EvalRun(models.Model):
+    """A release run against a target: every case under ``normal`` retrieval, scored."""
+
+    release = models.ForeignKey(Release, on_delete=models.PROTECT, related_name="runs")
+    release_number = models.PositiveIntegerField()
+    release_hash = models.CharField(max_length=64)
+    target = models.ForeignKey(Target, on_delete=models.PROTECT, related_name="eval_runs")
+    target_settings = models.JSONField(default=dict)
+    state = models.CharField(max_length=10, choices=RunState.choices, default=RunState.QUEUED)
+    cases_total = models.PositiveIntegerField(default=0)
+    cases_done = models.PositiveIntegerField(default=0)
+    summary = models.JSONField(default=dict, blank=True)
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [models.CheckConstraint(condition=Q(state__in=RunState.values), name="evalrun_state_valid")]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} of release {self.release_number} on {self.target_id}"
+
+
+class EvalResult(models.Model):
+    """One case of a run: the target's response and the score of each expectation."""
+
+    run = models.ForeignKey(EvalRun, on_delete=models.CASCADE, related_name="results")
+    case_slug = models.CharField(max_length=100)
+    version = models.ForeignKey(CaseVersion, on_delete=models.PROTECT, related_name="+")
+    invariant = models.BooleanField(default=False)
+    strata = ArrayField(models.CharField(max_length=100), default=list, blank=True)
+    passed = models.BooleanField(null=True, help_text="null when the target could not answer")
+    error = models.TextField(blank=True)
+    response = models.JSONField(null=True, blank=True)
+    results = models.JSONField(default=list, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    duration_ms = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["run", "case_slug"]
+        constraints = [models.UniqueConstraint(fields=["run", "case_slug"], name="evalresult_once_per_case")]
+
+    def __str__(self) -> str:
+        return f"{self.run_id}: {self.case_slug}"

@@ -3,7 +3,7 @@
 from celery import shared_task
 
 from cases.auditctx import audit_context
-from cases.services import checks
+from cases.services import checks, evals
 
 
 @shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
@@ -15,3 +15,9 @@ def run_checks(run_ids: list[int]) -> int:
 @shared_task(ignore_result=True)
 def sweep_checks() -> dict:
     return checks.checks_sweep()
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+def run_eval_chunk(run_id: int, item_ids: list[int]) -> int:
+    with audit_context("task", task="run_eval_chunk"):
+        return evals.eval_execute_chunk(run_id, item_ids)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from cases.views import browse, demo_target, editor, history, home, manage, review, transfer
+from cases.views import browse, demo_target, editor, history, home, manage, review, runs, transfer
 
 app_name = "cases"
 
@@ -33,6 +33,10 @@ urlpatterns = [
     path("releases/<int:number>.jsonl", history.release_download, name="release-download"),
     path("api/releases/<str:number>.jsonl", history.api_release, name="api-release"),
     path("account/tokens/", history.token_page, name="tokens"),
+    path("runs/", runs.run_list, name="runs"),
+    path("runs/compare/", runs.run_compare, name="run-compare"),
+    path("runs/<int:pk>/", runs.run_detail, name="run"),
+    path("coverage/", runs.coverage, name="coverage"),
     path("import/", transfer.import_cases, name="import"),
     path("export/", transfer.export_page, name="export"),
     path("export/cases.jsonl", transfer.export_download, name="export-download"),

@@ -167,3 +167,12 @@ def wait_for(predicate: Callable[[], bool], timeout: float, interval: float = 0.
             return
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+# A Python-callable system under test whose answers the test sets (target kind "callable",
+# path "tests.support:scripted_answer").
+SCRIPTED_ANSWERS: dict[str, dict] = {}
+
+
+def scripted_answer(question: str, retrieval: str, seed: int) -> dict:
+    return SCRIPTED_ANSWERS.get(question, {"answer": "I don't know."})

@@ -12,6 +12,7 @@ import json
 import logging
 import random
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -39,7 +40,7 @@ from cases.models import (
 )
 from cases.scoring import ResponseError, compile_case
 from cases.scoring_config import detector_config_from_settings
-from cases.targets.client import CallResult, CallSettings, call_http, call_python, load_callable
+from cases.targets.client import Attempt, CallResult, CallSettings, call_http, call_python, load_callable
 from cases.targets.limits import check_budget
 from cases.targets.outbound import Allowlist
 from cases.targets.slots import target_slot
@@ -266,7 +267,13 @@ def call_target(target: Target, question: str, mode: str, seed: int, case_id: st
     if target.kind == TargetKind.HTTP:
         return call_http(target.url, payload, key, call_settings)
     if target.kind == TargetKind.CALLABLE:
-        return call_python(load_callable(target.callable_path), payload, call_settings, label=target.callable_path)
+        try:
+            fn = load_callable(target.callable_path)
+        except (ImportError, ValueError) as exc:
+            # A target that cannot be loaded is a failed call, recorded like any other.
+            failed = Attempt(number=1, started_at=time.time(), duration_ms=0, error=f"cannot load the callable: {exc}")
+            return CallResult(request={"callable": target.callable_path}, attempts=[failed])
+        return call_python(fn, payload, call_settings, label=target.callable_path)
     from cases.demo.retrieval import answer
 
     return call_python(answer, payload, call_settings, label="cases.demo.retrieval:answer")
