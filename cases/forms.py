@@ -42,7 +42,7 @@ def expectation_from_post(post: QueryDict, key: str) -> dict[str, Any]:
             exp["match"] = match
         if match == "fuzzy" and get("threshold").strip():
             raw = get("threshold").strip()
-            exp["threshold"] = int(raw) if raw.lstrip("-").isdigit() else raw
+            exp["threshold"] = int(raw) if re.fullmatch(r"-?[0-9]{1,6}", raw) else raw
     elif kind == "must-cite":
         exp["documentId"] = get("document").strip()
     elif kind == "behaviour":
@@ -57,7 +57,7 @@ def expectation_from_post(post: QueryDict, key: str) -> dict[str, Any]:
                 value[key_name] = names
         steps = get("maxsteps").strip()
         if steps:
-            value["maxSteps"] = int(steps) if steps.isdigit() else steps
+            value["maxSteps"] = int(steps) if re.fullmatch(r"[0-9]{1,6}", steps) else steps
         exp["value"] = value
     why = get("why")
     if why.strip():

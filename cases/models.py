@@ -72,6 +72,8 @@ class Case(models.Model):
     retire_requested = models.BooleanField(default=False)
     # Justifications of the revision's relaxing changes, by path, shown to the reviewer.
     revision_justifications = models.JSONField(default=dict, blank=True)
+    # Ties a revision's audit events to the review that accepts (or refuses) it.
+    revision_key = models.CharField(max_length=32, blank=True, default="", db_default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -505,3 +507,60 @@ class EvalResult(models.Model):
 
     def __str__(self) -> str:
         return f"{self.run_id}: {self.case_slug}"
+
+
+class PromptArtifact(models.Model):
+    """Text the system under test was built from (system prompt, few-shot file, fine-tuning
+    JSONL). An eval case found in it has leaked into what it is meant to test."""
+
+    name = models.CharField(max_length=200)
+    kind = models.CharField(
+        max_length=32,
+        choices=[
+            ("system-prompt", "system prompt"),
+            ("few-shot", "few-shot examples"),
+            ("fine-tuning", "fine-tuning data"),
+            ("other", "other"),
+        ],
+    )
+    text = models.TextField()
+    size = models.PositiveIntegerField(default=0)
+    uploaded_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    uploaded_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-uploaded_at"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class LeakFinding(models.Model):
+    """A case's question (or a long must-contain value) found in an artifact."""
+
+    case = models.ForeignKey(Case, on_delete=models.CASCADE, related_name="leaks")
+    artifact = models.ForeignKey(PromptArtifact, on_delete=models.CASCADE, related_name="findings")
+    kind = models.CharField(max_length=16)
+    needle = models.TextField()
+    offset = models.PositiveIntegerField()
+    length = models.PositiveIntegerField(default=0)
+    score = models.FloatField()
+    excerpt = models.TextField(blank=True)
+    found_at = models.DateTimeField(auto_now_add=True)
+    cleared_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    cleared_reason = models.TextField(blank=True)
+    cleared_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["case", "-score"]
+        constraints = [
+            models.UniqueConstraint(fields=["case", "artifact", "kind", "offset"], name="leak_once"),
+            models.CheckConstraint(
+                condition=Q(cleared_by__isnull=True) | ~Q(cleared_reason=""), name="leak_cleared_with_reason"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.case_id} in {self.artifact_id}"

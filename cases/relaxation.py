@@ -96,6 +96,11 @@ class Change:
     def relaxing(self) -> bool:
         return self.classification == RELAXING
 
+    @property
+    def key(self) -> str:
+        """Names one change uniquely (a removed and a modified expectation may share a path)."""
+        return f"{self.action}:{self.path}"
+
 
 # ---------------------------------------------------------------------------
 # Small helpers

@@ -21,3 +21,22 @@ def sweep_checks() -> dict:
 def run_eval_chunk(run_id: int, item_ids: list[int]) -> int:
     with audit_context("task", task="run_eval_chunk"):
         return evals.eval_execute_chunk(run_id, item_ids)
+
+
+@shared_task(ignore_result=True)
+def scan_leaks(case_ids: list[int] | None = None) -> int:
+    from cases.services.leaks import leaks_scan
+
+    with audit_context("task", task="scan_leaks"):
+        return leaks_scan(case_ids)
+
+
+@shared_task(ignore_result=True)
+def near_duplicates() -> int:
+    from django.core.cache import cache
+
+    from cases.views.health import REPORT_KEY, near_duplicate_report
+
+    report = near_duplicate_report()
+    cache.set(REPORT_KEY, report, 24 * 3600)
+    return report["pair_count"]

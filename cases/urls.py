@@ -1,6 +1,6 @@
 from django.urls import path
 
-from cases.views import browse, demo_target, editor, history, home, manage, review, runs, transfer
+from cases.views import browse, demo_target, editor, health, history, home, manage, review, runs, transfer
 
 app_name = "cases"
 
@@ -37,6 +37,11 @@ urlpatterns = [
     path("runs/compare/", runs.run_compare, name="run-compare"),
     path("runs/<int:pk>/", runs.run_detail, name="run"),
     path("coverage/", runs.coverage, name="coverage"),
+    path("health/duplicates/", health.duplicates, name="duplicates"),
+    path("health/duplicates/refresh/", health.duplicates_refresh, name="duplicates-refresh"),
+    path("health/leakage/", health.leakage_page, name="leakage"),
+    path("health/leakage/rescan/", health.leak_rescan, name="leak-rescan"),
+    path("health/leakage/<int:pk>/clear/", health.leak_clear, name="leak-clear"),
     path("import/", transfer.import_cases, name="import"),
     path("export/", transfer.export_page, name="export"),
     path("export/cases.jsonl", transfer.export_download, name="export-download"),

@@ -183,7 +183,7 @@ def test_a_relaxed_revision_needs_a_justification_and_reaches_the_lead_audit(bro
     expert.locator("fieldset.expectation[data-index='1'] button.remove").click()
     expert.wait_for_function("() => document.querySelectorAll('fieldset.expectation').length === 3")
     expert.click("button[value=save]")
-    box = expert.locator("textarea[name='justify-expectations[1]']")
+    box = expert.locator("textarea[name='justify-expectation-removed:expectations[1]']")
     box.wait_for()
     assert "needs a justification" in expert.locator("#revision-changes").inner_text()
     assert "superseded" in expert.locator("#revision-changes").inner_text()  # the original why is shown beside it

@@ -38,7 +38,7 @@ def change_events(
             after=change.after,
             classification=change.classification,
             reason=change.reason,
-            justification=justifications.get(change.path, ""),
+            justification=justifications.get(change.key, ""),
             context=context | ({"why": change.why} if change.why else {}),
         )
         for change in relaxation.diff_contents(before, after)
@@ -47,7 +47,7 @@ def change_events(
 
 def unjustified(changes: list[relaxation.Change], justifications: dict[str, str]) -> list[relaxation.Change]:
     """Relaxing changes that nobody has justified yet."""
-    return [c for c in changes if c.relaxing and not (justifications.get(c.path) or "").strip()]
+    return [c for c in changes if c.relaxing and not (justifications.get(c.key) or "").strip()]
 
 
 def audit_acknowledge(*, event: AuditEvent, user, note: str = "") -> AuditAcknowledgement:

@@ -75,17 +75,27 @@ def audit_events(
 
 def audit_rows(events) -> list[AuditRow]:
     events = list(events)
-    approvals = {
-        (r.case_id, r.version): r.reviewer.get_username()
-        for r in Review.objects.filter(
-            case_id__in={e.case_id for e in events}, decision=Decision.APPROVE
-        ).select_related("reviewer")
+    reviews = list(
+        Review.objects.filter(case_id__in={e.case_id for e in events}, decision=Decision.APPROVE).select_related(
+            "reviewer"
+        )
+    )
+    # A revision's events belong to the review that accepted that revision; only
+    # changes made outside a revision fall back to the version they led to.
+    by_revision = {
+        r.checklist.get("revision"): r.reviewer.get_username() for r in reviews if r.checklist.get("revision")
     }
+    by_version = {(r.case_id, r.version): r.reviewer.get_username() for r in reviews if not r.checklist.get("revision")}
     rows = []
     for e in events:
-        approver = approvals.get((e.case_id, e.version))
-        if approver is None and e.context.get("approved_by"):
+        if e.context.get("approved_by"):
             approver = _username(e.context["approved_by"])
+        elif e.context.get("revision"):
+            approver = by_revision.get(e.context["revision"])
+        elif e.context.get("review"):
+            approver = next((r.reviewer.get_username() for r in reviews if r.pk == e.context["review"]), None)
+        else:
+            approver = by_version.get((e.case_id, e.version))
         ack = getattr(e, "acknowledgement", None)
         rows.append(
             AuditRow(

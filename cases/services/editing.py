@@ -31,6 +31,10 @@ def edit_problems(stored: Case | None, content: dict[str, Any], status: str) -> 
         return problems
     if status != stored.status and status == CaseStatus.ACCEPTED:
         problems.append("status: a case becomes accepted through review, not in the admin")
+    if stored.status in (CaseStatus.ACCEPTED, CaseStatus.RETIRED) and status != stored.status:
+        problems.append(
+            f"status: a {stored.status} case changes status only through a reviewed revision or retirement request"
+        )
     if stored.status in FROZEN_STATUSES and canonical.content_of_case(stored) != content:
         problems.append(f"this case is {stored.status}: its content changes only through a revision")
     return problems

@@ -9,6 +9,7 @@ Retiring is a revision too (``retirement_request``).
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
@@ -17,7 +18,7 @@ from django.utils import timezone
 
 from cases import canonical, relaxation, roles, validation
 from cases.auditctx import current_context
-from cases.models import AuditAction, AuditEvent, Case, CaseStatus, CaseVersion
+from cases.models import AuditAction, AuditEvent, Case, CaseStatus, CaseVersion, PromptArtifact
 from cases.services.audit import change_events, unjustified
 
 EDITABLE = (CaseStatus.DRAFT, CaseStatus.CHANGES_REQUESTED)
@@ -112,8 +113,8 @@ def case_update(*, case: Case, user, content: dict[str, Any], justifications: di
         for name, value in fields.items():
             setattr(case, name, value)
         _, case.content_hash = canonical.hash_content(after)
-        live_paths = {c.path for c in changes}
-        case.revision_justifications = {k: v for k, v in merged.items() if k in live_paths}
+        live_keys = {c.key for c in changes}
+        case.revision_justifications = {k: v for k, v in merged.items() if k in live_keys or k == "status"}
         case.save()
         version = case.revision_of + 1 if case.revision_of else None
         AuditEvent.objects.bulk_create(
@@ -124,7 +125,7 @@ def case_update(*, case: Case, user, content: dict[str, Any], justifications: di
                 actor=user,
                 version=version,
                 justifications=case.revision_justifications,
-                context=current_context(),
+                context=current_context() | ({"revision": case.revision_key} if case.revision_key else {}),
             )
         )
     return case
@@ -170,6 +171,11 @@ def case_submit(*, case: Case, user) -> Case:
             raise CaseProblems(problems)
         _to_review(case, user)
         checks_queue_for_proposals(slugs=[case.slug], user=user)
+        if PromptArtifact.objects.exists():
+            from cases.tasks import scan_leaks
+
+            case_id = case.pk
+            transaction.on_commit(lambda: scan_leaks.delay([case_id]))
     return case
 
 
@@ -185,6 +191,7 @@ def revision_start(*, case: Case, user) -> Case:
         case.revision_of = case.current_version
         case.revised_by = user
         case.revision_justifications = {}
+        case.revision_key = uuid.uuid4().hex
         case.save()
         AuditEvent.objects.create(
             case=case,
@@ -222,6 +229,7 @@ def restore_accepted(case: Case, user, *, reason: str, justification: str = "") 
     case.revised_by = None
     case.retire_requested = False
     case.revision_justifications = {}
+    case.revision_key = ""
     case.save()
     AuditEvent.objects.create(
         case=case,
@@ -250,6 +258,7 @@ def retirement_request(*, case: Case, user, justification: str) -> Case:
             raise PermissionDenied(f"only an accepted case can be retired; this one is {case.status}")
         case.revision_of = case.current_version
         case.revised_by = user
+        case.revision_key = uuid.uuid4().hex
         case.retire_requested = True
         case.revision_justifications = {"status": justification.strip()}
         _to_review(case, user, justification=justification.strip())

@@ -13,6 +13,7 @@ from django.db import connection, transaction
 
 from cases import canonical, relaxation, roles, validation
 from cases.models import Case, CaseStatus, CaseVersion, Release, ReleaseItem
+from cases.services.leaks import leaked_case_ids
 
 
 class ReleaseRefused(Exception):
@@ -45,7 +46,11 @@ def candidates() -> tuple[list[tuple[Case, CaseVersion]], list[dict[str, str]]]:
             "id", "case_id", "number", "canonical_json", "content_hash"
         )
     }
+    leaked = leaked_case_ids([c.pk for c in cases])
     for case in cases:
+        if case.pk in leaked:
+            held.append({"caseId": case.slug, "reason": "found in a prompt artifact; a lead must clear it first"})
+            continue
         if case.status != CaseStatus.ACCEPTED:
             held.append({"caseId": case.slug, "reason": f"its latest review is pending ({case.status})"})
             continue
@@ -58,7 +63,9 @@ def candidates() -> tuple[list[tuple[Case, CaseVersion]], list[dict[str, str]]]:
     return included, held
 
 
-def changelog(previous: Release | None, included: list[tuple[Case, CaseVersion]]) -> dict[str, Any]:
+def changelog(
+    previous: Release | None, included: list[tuple[Case, CaseVersion]], held_back: set[str] = frozenset()
+) -> dict[str, Any]:
     before = {}
     if previous is not None:
         before = {item.case_slug: item.version for item in previous.items.select_related("version")}
@@ -103,7 +110,7 @@ def release_create(*, user, note: str = "") -> Release:
         if not included:
             raise ReleaseRefused(["there is no accepted case to release"])
         lines = [release_line(version, case.slug) for case, version in included]
-        log = changelog(previous, included) | {"heldBack": held}
+        log = changelog(previous, included, {h["caseId"] for h in held}) | {"heldBack": held}
         release = Release.objects.create(
             number=(previous.number + 1) if previous else 1,
             content_hash=release_hash(lines),

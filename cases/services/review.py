@@ -128,7 +128,7 @@ def gather(case: Case, content: dict[str, Any] | None = None) -> dict[int, check
                         "classification": c.classification,
                         "reason": c.reason,
                         "why": c.why,
-                        "justification": justifications.get(c.path, ""),
+                        "justification": justifications.get(c.key, ""),
                     }
                     for c in changes
                 ],
@@ -210,7 +210,8 @@ def review_decide(
                 }
                 for n, item in items.items()
             }
-            | {"required": {str(k): v for k, v in marks.required.items()}, "volatility_ok": marks.volatility_ok},
+            | {"required": {str(k): v for k, v in marks.required.items()}, "volatility_ok": marks.volatility_ok}
+            | ({"revision": case.revision_key} if case.revision_key else {}),
         )
         before = case.status
         version = None
@@ -228,6 +229,7 @@ def review_decide(
             )
             case.status, case.current_version = CaseStatus.ACCEPTED, version
             case.revision_of, case.revised_by, case.revision_justifications = None, None, {}
+            case.revision_key = ""
             review.version = version
             review.save(update_fields=["version"])
         elif decision == Decision.REQUEST_CHANGES:
@@ -306,9 +308,10 @@ def _decide_retirement(case: Case, user, decision: str, comment: str, round: int
         classification=change.classification,
         reason=change.reason,
         justification=case.revision_justifications.get("status", ""),
-        context=ctx | {"review": review.pk, "approved_by": user.pk},
+        context=ctx | {"review": review.pk, "approved_by": user.pk, "revision": case.revision_key},
     )
     case.status = CaseStatus.RETIRED
     case.revision_of, case.revised_by, case.retire_requested, case.revision_justifications = None, None, False, {}
+    case.revision_key = ""
     case.save()
     return review

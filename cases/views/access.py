@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import re
+
 from django.http import Http404, HttpRequest
 
 from cases import roles
 from cases.models import Case, CaseStatus
+
+
+def int_param(value: str | None) -> int | None:
+    """A query or form value as a small non-negative integer, or None (never an exception)."""
+    value = (value or "").strip()
+    return int(value) if re.fullmatch(r"[0-9]{1,9}", value) else None
 
 
 def require_member(request: HttpRequest) -> None:

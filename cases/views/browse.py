@@ -6,7 +6,7 @@ from django.shortcuts import render
 from cases import canonical, relaxation, roles
 from cases.models import Case, CaseStatus
 from cases.services.review import current_check
-from cases.views.access import _get_case_for_user, require_member
+from cases.views.access import _get_case_for_user, int_param, require_member
 
 PAGE_SIZE = 50
 
@@ -64,9 +64,9 @@ def case_detail(request, slug: str):
     content = canonical.content_of_case(case)
     versions = list(case.versions.select_related("accepted_by").order_by("-number"))
     diff = None
-    a, b = request.GET.get("a", ""), request.GET.get("b", "")
-    if a.isdigit() and b.isdigit():
-        diff = version_diff(case, int(a), int(b))
+    a, b = int_param(request.GET.get("a")), int_param(request.GET.get("b"))
+    if a is not None and b is not None:
+        diff = version_diff(case, a, b)
     elif len(versions) >= 2:
         diff = version_diff(case, versions[1].number, versions[0].number)
     return render(
@@ -83,5 +83,6 @@ def case_detail(request, slug: str):
             "reviews": case.reviews.select_related("reviewer").order_by("-created_at"),
             "events": case.audit_events.select_related("actor")[:100],
             "check": current_check(case),
+            "leaks": case.leaks.filter(cleared_by__isnull=True).select_related("artifact"),
         },
     )

@@ -29,7 +29,7 @@ from cases.services.lifecycle import (
 )
 from cases.similar import similar_questions
 from cases.validation import EXPECTATION_KINDS, MATCH_MODES, SOURCE_KINDS, validate_case
-from cases.views.access import _get_case_for_user
+from cases.views.access import _get_case_for_user, int_param
 
 TEMPLATE = "cases/editor.html"
 
@@ -51,11 +51,12 @@ def _context(content: dict, *, case: Case | None = None, errors: dict | None = N
         "revision_changes": [
             {
                 "path": c.path,
+                "key": c.key,
                 "classification": c.classification,
                 "reason": c.reason,
                 "why": c.why,
                 "relaxing": c.relaxing,
-                "justification": justifications.get(c.path, ""),
+                "justification": justifications.get(c.key, ""),
             }
             for c in changes
         ],
@@ -175,8 +176,8 @@ def _apply_row_op(content: dict, key: str, op: str, index: str, kind: str) -> No
             items.append(blank)
         else:
             items.append({"answer": ""})
-    elif op == "remove" and index.isdigit() and int(index) < len(items):
-        items.pop(int(index))
+    elif op == "remove" and (i := int_param(index)) is not None and i < len(items):
+        items.pop(i)
 
 
 ROW_ACTIONS = {"exp": "expectations", "phr": "phrasings", "wrong": "wrongAnswers"}

@@ -11,6 +11,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from cases import canonical, roles
@@ -18,7 +19,7 @@ from cases.models import AuditEvent, Release, Stratum
 from cases.services import audit_report, releases, tokens
 from cases.services.audit import audit_acknowledge
 from cases.services.lifecycle import CaseProblems, case_update, revision_start
-from cases.views.access import require_member
+from cases.views.access import int_param, require_member
 from cases.views.manage import _require_lead
 
 
@@ -36,7 +37,7 @@ def audit_page(request):
     today = timezone.localdate()
     since = _parse_date(request.GET.get("since", "")) or audit_report.quarter_start(today)
     until = _parse_date(request.GET.get("until", "")) or today
-    stratum = Stratum.objects.filter(pk=request.GET.get("stratum") or 0).first()
+    stratum = Stratum.objects.filter(pk=int_param(request.GET.get("stratum")) or 0).first()
     events = audit_report.audit_events(
         since=timezone.make_aware(datetime.combine(since, datetime.min.time())),
         until=timezone.make_aware(datetime.combine(until + timedelta(days=1), datetime.min.time())),
@@ -68,7 +69,12 @@ def audit_ack(request, pk: int):
     event = get_object_or_404(AuditEvent, pk=pk)
     audit_acknowledge(event=event, user=request.user, note=request.POST.get("note", ""))
     messages.success(request, f"Acknowledged: {event.case.slug} {event.path}.")
-    return redirect(request.POST.get("next") or "cases:audit")
+    target = request.POST.get("next", "")
+    if target and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return redirect(target)
+    return redirect("cases:audit")
 
 
 def reverted_content(content: dict, event: AuditEvent) -> dict | None:
@@ -108,11 +114,14 @@ def audit_revert(request, pk: int):
         messages.error(request, f"Cannot open a revision of {case.slug}: {exc}")
         return redirect("cases:audit")
     content = reverted_content(canonical.content_of_case(case), event)
-    if content is not None:
-        try:
-            case_update(case=case, user=request.user, content=content)
-        except CaseProblems as exc:
-            messages.warning(request, f"The revision is open; undo the change by hand ({exc}).")
+    if content is None:
+        messages.warning(request, f"A revision of {case.slug} is open; undo {event.path or event.action} by hand.")
+        return redirect("cases:edit", slug=case.slug)
+    try:
+        case_update(case=case, user=request.user, content=content)
+    except CaseProblems as exc:
+        messages.warning(request, f"The revision is open; undo the change by hand ({exc}).")
+        return redirect("cases:edit", slug=case.slug)
     messages.success(request, f"A revision of {case.slug} undoing {event.path or event.action} is open; submit it.")
     return redirect("cases:edit", slug=case.slug)
 
@@ -176,11 +185,10 @@ def api_release(request, number: str):
         return response
     if not roles.role_names(user):
         raise Http404("no such release")
-    release = (
-        Release.objects.order_by("-number").first()
-        if number == "latest"
-        else Release.objects.filter(number=int(number) if number.isdigit() else -1).first()
-    )
+    if number == "latest":
+        release = Release.objects.order_by("-number").first()
+    else:
+        release = Release.objects.filter(number=int_param(number) or 0).first()
     if release is None:
         raise Http404("no such release")
     return _release_download(release)
@@ -192,7 +200,7 @@ def token_page(request):
     secret = None
     if request.method == "POST":
         if request.POST.get("revoke"):
-            request.user.api_tokens.filter(pk=request.POST.get("revoke")).delete()
+            request.user.api_tokens.filter(pk=int_param(request.POST["revoke"]) or 0).delete()
             messages.success(request, "Token revoked.")
             return redirect("cases:tokens")
         _, secret = tokens.token_create(user=request.user, name=request.POST.get("name", ""))

@@ -15,6 +15,7 @@ from cases import roles
 from cases.models import SABOTAGE_MODES, Case, CaseStatus, CheckRun, CheckState, Stratum, Target
 from cases.services import checks
 from cases.services.strata import stratum_save
+from cases.views.access import int_param
 
 
 def _require_lead(request) -> None:
@@ -138,7 +139,7 @@ def targets(request):
 @require_POST
 def check_all_proposed(request):
     _require_lead(request)
-    target = Target.objects.filter(pk=request.POST.get("target") or 0).first()
+    target = Target.objects.filter(pk=int_param(request.POST.get("target")) or 0).first()
     try:
         runs = checks.checks_request_all_proposed(user=request.user, target=target)
     except checks.NoTarget as exc:

@@ -15,11 +15,11 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling, trigger_client_event
 
 from cases import roles
-from cases.models import Case, CaseStatus, CheckRun, Decision, SourceKind, Stratum, Verdict
+from cases.models import Case, CaseStatus, CheckRun, Decision, LeakFinding, SourceKind, Stratum, Verdict
 from cases.services import checks
 from cases.services import review as review_service
 from cases.services.review import AlreadyDecided, DecisionRefused, Marks
-from cases.views.access import _get_case_for_user
+from cases.views.access import _get_case_for_user, int_param
 
 PAGE_SIZE = 25
 SORTS = {
@@ -54,13 +54,18 @@ def queue(request):
     _require_reviewer(request)
     params = request.GET
     status = params.get("status", CaseStatus.PROPOSED)
-    cases = Case.objects.exclude(proposer=request.user).select_related("proposer")
+    cases = (
+        Case.objects.exclude(proposer=request.user)
+        .exclude(revised_by=request.user)
+        .select_related("proposer")
+        .annotate(leaked=Exists(LeakFinding.objects.filter(case=OuterRef("pk"), cleared_by__isnull=True)))
+    )
     if status in CaseStatus.values:
         cases = cases.filter(status=status)
     if tag := params.get("tag", "").strip():
         cases = cases.filter(tags__contains=[tag])
     stratum = None
-    if (stratum_id := params.get("stratum", "")).isdigit():
+    if (stratum_id := int_param(params.get("stratum"))) is not None:
         stratum = Stratum.objects.filter(pk=stratum_id).first()
         if stratum:
             cases = cases.filter(tags__contains=stratum.tags)
@@ -137,6 +142,7 @@ def _review_context(request, case: Case, **extra) -> dict:
         "is_proposer": case.proposer_id == request.user.pk,
         "decisions": Decision.choices,
         "reviews": case.reviews.select_related("reviewer").order_by("-created_at")[:20],
+        "leaks": case.leaks.filter(cleared_by__isnull=True).select_related("artifact"),
         **extra,
     }
 
@@ -190,7 +196,8 @@ def _marks_from_post(post, n_expectations: int) -> Marks:
 def decide(request, slug: str):
     _require_reviewer(request)
     case, _ = _get_case_for_user(request, slug)
-    round_ = int(request.POST.get("round", "0") or 0) if request.POST.get("round", "").isdigit() else -1
+    round_ = int_param(request.POST.get("round"))
+    round_ = -1 if round_ is None else round_
     try:
         review = review_service.review_decide(
             case=case,

@@ -13,7 +13,7 @@ from django_htmx.http import HttpResponseStopPolling
 from cases import checklist, roles
 from cases.models import Case, CaseStatus, EvalResult, EvalRun, Release, RunState, SourceKind, Stratum, Target
 from cases.services import evals
-from cases.views.access import require_member
+from cases.views.access import int_param, require_member
 from cases.views.review import _require_reviewer
 
 
@@ -22,8 +22,8 @@ def run_list(request):
     require_member(request)
     if request.method == "POST":
         _require_reviewer(request)
-        release = Release.objects.filter(pk=request.POST.get("release") or 0).first()
-        target = Target.objects.filter(pk=request.POST.get("target") or 0).first()
+        release = Release.objects.filter(pk=int_param(request.POST.get("release")) or 0).first()
+        target = Target.objects.filter(pk=int_param(request.POST.get("target")) or 0).first()
         if release is None or target is None:
             messages.error(request, "choose a release and a target")
             return redirect("cases:runs")
@@ -65,8 +65,8 @@ def run_detail(request, pk: int):
 @login_required
 def run_compare(request):
     require_member(request)
-    a = get_object_or_404(EvalRun, pk=request.GET.get("a") or 0)
-    b = get_object_or_404(EvalRun, pk=request.GET.get("b") or 0)
+    a = get_object_or_404(EvalRun, pk=int_param(request.GET.get("a")) or 0)
+    b = get_object_or_404(EvalRun, pk=int_param(request.GET.get("b")) or 0)
     try:
         flipped = evals.compare_runs(a, b)
         refusal = None
