@@ -218,6 +218,12 @@ PHRASING_MAX_SIMILARITY = env_float("PHRASING_MAX_SIMILARITY", 90.0)
 # The "similar cases" panel: questions at least this similar are shown.
 SIMILAR_QUESTION_THRESHOLD = env_float("SIMILAR_QUESTION_THRESHOLD", 80.0)
 
+# Leakage of cases into prompt artifacts (system prompts, few-shot files, fine-tuning data).
+LEAKAGE_THRESHOLD = env_float("LEAKAGE_THRESHOLD", 90.0)
+LEAKAGE_ARTIFACT_MAX_BYTES = env_int("LEAKAGE_ARTIFACT_MAX_BYTES", 20 * 1024 * 1024)
+# Near-duplicate report: question pairs at least this alike (rapidfuzz ratio, 0-100).
+NEAR_DUPLICATE_THRESHOLD = env_float("NEAR_DUPLICATE_THRESHOLD", 90.0)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
