@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
-from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.indexes import GinIndex, OpClass
 from django.core.validators import RegexValidator
 from django.db import models
 from django.db.models import Q
+from django.db.models.functions import Upper
 
 from cases import validation
 
@@ -83,6 +84,10 @@ class Case(models.Model):
             GinIndex(fields=["tags"], name="case_tags_gin"),
             models.Index(fields=["status", "-updated_at", "-id"], name="case_status_updated"),
             models.Index(fields=["proposer", "status"], name="case_proposer_status"),
+            models.Index(fields=["updated_at"], name="case_updated_at"),
+            # Question and id search (icontains is UPPER(...) LIKE UPPER(...)).
+            GinIndex(OpClass(Upper("question"), name="gin_trgm_ops"), name="case_question_trgm"),
+            GinIndex(OpClass(Upper("slug"), name="gin_trgm_ops"), name="case_slug_trgm"),
         ]
         constraints = [
             models.CheckConstraint(condition=Q(status__in=CaseStatus.values), name="case_status_valid"),

@@ -28,6 +28,7 @@ def browser():
 
     # Playwright's sync API keeps an event loop on this thread; the ORM calls the test
     # makes between browser steps are still plain synchronous code.
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     ARTIFACTS.mkdir(exist_ok=True)
     with sync_playwright() as p:
@@ -45,6 +46,10 @@ def browser():
         )
         yield browser
         browser.close()
+    if previous is None:
+        os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    else:
+        os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
 
 
 @pytest.fixture

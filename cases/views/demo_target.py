@@ -27,7 +27,7 @@ def demo_target(request):
         return JsonResponse({"error": f"request body over {MAX_BODY} bytes"}, status=413)
     try:
         payload = json.loads(request.body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return JsonResponse({"error": "the body must be JSON"}, status=400)
     if not isinstance(payload, dict):
         return JsonResponse({"error": "the body must be a JSON object"}, status=400)

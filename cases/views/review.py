@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+from datetime import datetime
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -47,6 +48,28 @@ def _decode_cursor(token: str) -> list | None:
         return None
 
 
+def _valid_cursor(cursor, field: str) -> list | None:
+    """A cursor of the right shape for the sort field, or None (start from the top)."""
+    if (
+        not isinstance(cursor, list)
+        or len(cursor) != 2
+        or not isinstance(cursor[1], int)
+        or isinstance(cursor[1], bool)
+    ):
+        return None
+    value = cursor[0]
+    if field == "updated_at":
+        try:
+            value = datetime.fromisoformat(value)
+        except (TypeError, ValueError):
+            return None
+        if value.tzinfo is None:
+            return None
+    elif not isinstance(value, str):
+        return None
+    return [value, cursor[1]]
+
+
 @login_required
 def queue(request):
     """Proposals to review, filtered and sorted, paginated by keyset so any page is as
@@ -85,11 +108,13 @@ def queue(request):
     sort = params.get("sort", "updated") if params.get("sort") in SORTS else "updated"
     first, second = SORTS[sort]
     field, descending = first.lstrip("-"), first.startswith("-")
-    cursor = _decode_cursor(params.get("after", "")) if params.get("after") else None
-    if cursor and len(cursor) == 2:
-        # Keyset: rows strictly after the last one shown, in (field, id) order.
-        beyond, tie = ("lt", "id__lt") if descending else ("gt", "id__gt")
-        cases = cases.filter(Q(**{f"{field}__{beyond}": cursor[0]}) | Q(**{field: cursor[0], tie: cursor[1]}))
+    cursor = _valid_cursor(_decode_cursor(params.get("after", "")), field) if params.get("after") else None
+    if cursor:
+        # Keyset: rows strictly after the last one shown, as one row comparison so
+        # PostgreSQL starts the index scan at the cursor (an OR of two conditions
+        # would make it read and discard every earlier row).
+        op = "<" if descending else ">"
+        cases = cases.extra(where=[f'("cases_case"."{field}", "cases_case"."id") {op} (%s, %s)'], params=cursor)
     page = list(
         cases.order_by(first, second).only(
             "slug", "question", "tags", "status", "source_kind", "updated_at", "content_hash", "proposer__username"
