@@ -11,9 +11,8 @@ from __future__ import annotations
 import json
 import logging
 import random
-import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -49,6 +48,7 @@ log = logging.getLogger(__name__)
 
 BASELINE = "normal"
 MAX_DELIVERIES = 3
+PROGRESS_EVERY = 0.3  # seconds between progress writes of a batch
 
 
 class NoTarget(Exception):
@@ -208,13 +208,19 @@ def enqueue(run_ids: list[int], target: Target) -> None:
     from cases.tasks import run_checks
 
     calls_per_run = 1 + len(target.sabotage_modes)
-    batch = max(1, target.concurrency // calls_per_run + 1)
+    batch = batch_size(target)
     for start in range(0, len(run_ids), batch):
         ids = run_ids[start : start + batch]
         budget = batch_budget(target, len(ids) * calls_per_run)
         run_checks.apply_async(
             args=[ids], queue=settings.CHECK_QUEUE, soft_time_limit=budget.soft_limit, time_limit=budget.hard_limit
         )
+
+
+def batch_size(target: Target) -> int:
+    """Runs per task: about four waves of calls. A task waits for its slowest call, so a
+    batch of one wave would leave the target idle at the tail of every task."""
+    return max(1, (4 * target.concurrency) // (1 + len(target.sabotage_modes)))
 
 
 def batch_budget(target: Target, calls: int):
@@ -237,12 +243,7 @@ def validate_target(target: Target) -> list[str]:
     unknown = [m for m in target.sabotage_modes if m not in ("disabled", "random-chunk")]
     if unknown or not target.sabotage_modes:
         problems.append("sabotage_modes: choose one or more of disabled, random-chunk")
-    budget = check_budget(
-        timeout=target.timeout,
-        retries=target.retries,
-        calls=1 + len(target.sabotage_modes),
-        concurrency=target.concurrency,
-    )
+    budget = batch_budget(target, batch_size(target) * (1 + len(target.sabotage_modes)))
     visibility = settings.CELERY_BROKER_TRANSPORT_OPTIONS["visibility_timeout"]
     if budget.lease >= visibility:
         problems.append(
@@ -279,24 +280,30 @@ def call_target(target: Target, question: str, mode: str, seed: int, case_id: st
     return call_python(answer, payload, call_settings, label="cases.demo.retrieval:answer")
 
 
-def _claim(run_id: int, lease: float) -> int | None:
-    """Take the run for this worker; returns the delivery number, or None if someone else has it."""
+CLAIM_SQL = """
+UPDATE cases_checkrun
+SET state = 'running', started_at = %(now)s, lease_expires_at = %(lease)s,
+    deliveries = deliveries + 1, calls_done = 0
+WHERE id = ANY(%(ids)s)
+  AND deliveries < %(max)s
+  AND (state = 'queued' OR (state = 'running' AND lease_expires_at < %(now)s))
+RETURNING id, deliveries
+"""
+
+
+def _claim(run_ids: list[int], lease: float) -> dict[int, int]:
+    """Take the runs for this worker in one statement: {run id: delivery number}.
+
+    A run someone else holds (state running, lease not expired) or that is finished is
+    left out, so a second delivery of the same task does nothing.
+    """
     now = timezone.now()
-    claimed = (
-        CheckRun.objects.filter(pk=run_id)
-        .filter(Q(state=CheckState.QUEUED) | Q(state=CheckState.RUNNING, lease_expires_at__lt=now))
-        .filter(deliveries__lt=MAX_DELIVERIES)
-        .update(
-            state=CheckState.RUNNING,
-            started_at=now,
-            lease_expires_at=now + timedelta(seconds=lease),
-            deliveries=F("deliveries") + 1,
-            calls_done=0,
+    with connection.cursor() as cursor:
+        cursor.execute(
+            CLAIM_SQL,
+            {"now": now, "lease": now + timedelta(seconds=lease), "ids": list(run_ids), "max": MAX_DELIVERIES},
         )
-    )
-    if claimed != 1:
-        return None
-    return CheckRun.objects.values_list("deliveries", flat=True).get(pk=run_id)
+        return dict(cursor.fetchall())
 
 
 def verdict_for(kind: str, modes: list[str], outcomes: dict[str, dict[str, Any]]) -> tuple[str, str]:
@@ -385,17 +392,18 @@ def _fail_unfinished(claimed: list[tuple[CheckRun, int]], message: str) -> None:
 
 def checks_execute(run_ids: list[int]) -> int:
     """Run queued checks of one target, all their calls concurrently up to the target's
-    concurrency. A run another worker already holds is skipped. Returns how many ran."""
+    concurrency. A run another worker already holds is skipped. Returns how many ran.
+
+    The pool threads only wait for a slot and call the target; every database write
+    happens on this thread, on its one connection.
+    """
     runs = {run.pk: run for run in CheckRun.objects.select_related("target", "case").filter(pk__in=run_ids)}
     if not runs:
         return 0
     target = next(iter(runs.values())).target
     lease = batch_budget(target, sum(len(run.modes) for run in runs.values())).lease
-    claimed: list[tuple[CheckRun, int]] = []
-    for run_id in run_ids:
-        delivery = _claim(run_id, lease) if run_id in runs else None
-        if delivery is not None:
-            claimed.append((CheckRun.objects.select_related("target", "case").get(pk=run_id), delivery))
+    deliveries = _claim(list(runs), lease)
+    claimed = [(runs[run_id], deliveries[run_id]) for run_id in run_ids if run_id in deliveries]
     if not claimed:
         return 0
     config = detector_config_from_settings()
@@ -403,38 +411,35 @@ def checks_execute(run_ids: list[int]) -> int:
         run.pk: compile_case(run.content["expectations"], invariant=run.content.get("invariant", False), config=config)
         for run, _ in claimed
     }
-    pending = {run.pk: len(run.modes) for run, _ in claimed}
+    call_worst = check_budget(timeout=target.timeout, retries=target.retries, calls=1, concurrency=1).call_worst
+
+    def one(run: CheckRun, mode: str) -> tuple[CheckRun, str, CallResult]:
+        with target_slot(target.pk, target.concurrency, call_worst):
+            return run, mode, call_target(target, run.case.question, mode, run.seed, run.case.slug, f"{run.pk}/{mode}")
+
     results: dict[int, dict[str, CallResult]] = {run.pk: {} for run, _ in claimed}
-    lock = threading.Lock()
-
-    def one(run: CheckRun, delivery: int, mode: str) -> None:
-        target = run.target
-        budget = check_budget(timeout=target.timeout, retries=target.retries, calls=1, concurrency=1)
-        try:
-            with target_slot(target.pk, target.concurrency, budget.call_worst):
-                result = call_target(target, run.case.question, mode, run.seed, run.case.slug, f"{run.pk}/{mode}")
-            with lock:
-                results[run.pk][mode] = result
-                pending[run.pk] -= 1
-                done = len(run.modes) - pending[run.pk]
-            if done == len(run.modes):
-                _finish(run, delivery, results[run.pk], compiled[run.pk])
-            else:
-                # Progress only moves forward, whichever thread's update lands last.
-                CheckRun.objects.filter(pk=run.pk, deliveries=delivery, state=CheckState.RUNNING).update(
-                    calls_done=Greatest(F("calls_done"), done)
-                )
-        finally:
-            # Each pool thread has its own database connection; it ends with the thread.
-            connection.close()
-
-    calls = [(run, delivery, mode) for run, delivery in claimed for mode in run.modes]
-    workers = min(len(calls), max(run.target.concurrency for run, _ in claimed))
-    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="check")
+    delivery_of = dict((run.pk, delivery) for run, delivery in claimed)
+    calls = [(run, mode) for run, _ in claimed for mode in run.modes]
+    pool = ThreadPoolExecutor(max_workers=min(len(calls), target.concurrency), thread_name_prefix="check")
+    progress_due = time.monotonic() + PROGRESS_EVERY
+    moved: set[int] = set()
     try:
-        futures = [pool.submit(one, *call) for call in calls]
-        for future in futures:
-            future.result()
+        for future in as_completed([pool.submit(one, run, mode) for run, mode in calls]):
+            run, mode, result = future.result()
+            results[run.pk][mode] = result
+            if len(results[run.pk]) == len(run.modes):
+                _finish(run, delivery_of[run.pk], results[run.pk], compiled[run.pk])
+                moved.discard(run.pk)
+            else:
+                moved.add(run.pk)
+            if moved and time.monotonic() >= progress_due:
+                # Progress for the live panels, a few times a second at most.
+                for run_id in moved:
+                    CheckRun.objects.filter(pk=run_id, deliveries=delivery_of[run_id], state=CheckState.RUNNING).update(
+                        calls_done=Greatest(F("calls_done"), len(results[run_id]))
+                    )
+                moved.clear()
+                progress_due = time.monotonic() + PROGRESS_EVERY
     except SoftTimeLimitExceeded:
         pool.shutdown(wait=False, cancel_futures=True)
         _fail_unfinished(claimed, "the check ran past its time budget and was stopped")

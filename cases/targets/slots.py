@@ -28,17 +28,17 @@ return 0
 
 
 @lru_cache(maxsize=4)
-def _client(url: str) -> redis.Redis:
-    return redis.Redis.from_url(url)
+def _client(url: str) -> tuple[redis.Redis, object]:
+    client = redis.Redis.from_url(url)
+    return client, client.register_script(_ACQUIRE)
 
 
 @contextmanager
 def target_slot(target_id: int, limit: int, hold_for: float) -> Iterator[None]:
     """Wait for one of ``limit`` slots of a target, for at most ``hold_for`` seconds of use."""
-    client = _client(settings.REDIS_URL)
+    client, acquire = _client(settings.REDIS_URL)
     key = f"reviewapp:target-slots:{target_id}"
     token = uuid.uuid4().hex
-    acquire = client.register_script(_ACQUIRE)
     delay = 0.005
     while True:
         now = time.time()
