@@ -17,7 +17,7 @@ BENCHMARKS = [
     ("discrimination checks", ["bench_checks.py"], ["--cases", "100"]),
     ("review queue", ["bench_queue.py"], ["--n", "10000"]),
     ("near-duplicates", ["bench_neardup.py"], ["--n", "20000"]),
-    ("leakage", ["bench_leakage.py"], ["--quick"]),
+    ("leakage", ["bench_leakage.py"], ["--cases", "20000", "--mb", "2"]),
 ]
 
 
