@@ -8,6 +8,7 @@ from django import forms
 from django.contrib import admin
 
 from cases import canonical, roles
+from cases.forms import TargetForm
 from cases.models import AuditEvent, Case, CaseVersion, CheckRun, Stratum, Target
 from cases.services.editing import case_admin_save, edit_problems
 
@@ -130,36 +131,9 @@ class StratumAdmin(LeadOnlyAdmin):
     list_display = ("name", "tags", "min_cases")
 
 
-class TargetAdminForm(forms.ModelForm):
-    class Meta:
-        model = Target
-        fields = [
-            "name",
-            "kind",
-            "url",
-            "callable_path",
-            "sabotage_modes",
-            "timeout",
-            "retries",
-            "concurrency",
-            "max_response_bytes",
-            "allowed_hosts",
-            "is_default",
-        ]
-
-    def clean(self):
-        data = super().clean()
-        if not self.errors:
-            from cases.services.checks import validate_target
-
-            for problem in validate_target(Target(**{k: v for k, v in data.items() if k != "id"})):
-                self.add_error(None, problem)
-        return data
-
-
 @admin.register(Target)
 class TargetAdmin(LeadOnlyAdmin):
-    form = TargetAdminForm
+    form = TargetForm
     list_display = ("name", "kind", "url", "callable_path", "is_default", "timeout", "retries", "concurrency")
 
     def save_model(self, request, obj, form, change):

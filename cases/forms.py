@@ -11,8 +11,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from django import forms
 from django.http import QueryDict
 
+from cases.models import SABOTAGE_MODES, Target
 from cases.validation import EXPECTATION_KINDS, SOURCE_KINDS
 
 BEHAVIOUR_FLAGS = (("abstains", "abstains"), ("asksClarification", "asks"), ("requiresConfirmation", "confirm"))
@@ -197,3 +199,39 @@ def errors_by_field(problems) -> dict[str, list[str]]:
 
 KIND_CHOICES = EXPECTATION_KINDS
 SOURCE_CHOICES = SOURCE_KINDS
+
+
+# The target form of the leads' page and of the admin (one set of rules).
+class TargetForm(forms.ModelForm):
+    sabotage_modes = forms.MultipleChoiceField(
+        choices=[(m, m) for m in SABOTAGE_MODES], widget=forms.CheckboxSelectMultiple, initial=list(SABOTAGE_MODES)
+    )
+    allowed_hosts = forms.CharField(required=False, help_text="hosts or networks, comma-separated")
+
+    class Meta:
+        model = Target
+        fields = [
+            "name",
+            "kind",
+            "url",
+            "callable_path",
+            "sabotage_modes",
+            "timeout",
+            "retries",
+            "concurrency",
+            "max_response_bytes",
+            "allowed_hosts",
+            "is_default",
+        ]
+
+    def clean_allowed_hosts(self):
+        return [h.strip() for h in self.cleaned_data["allowed_hosts"].split(",") if h.strip()]
+
+    def clean(self):
+        data = super().clean()
+        if not self.errors:
+            from cases.services.checks import validate_target
+
+            for problem in validate_target(Target(**data)):
+                self.add_error(None, problem)
+        return data

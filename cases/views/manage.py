@@ -12,7 +12,8 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseStopPolling
 
 from cases import roles
-from cases.models import SABOTAGE_MODES, Case, CaseStatus, CheckRun, CheckState, Stratum, Target
+from cases.forms import TargetForm
+from cases.models import Case, CaseStatus, CheckRun, CheckState, Stratum, Target
 from cases.services import checks
 from cases.services.strata import stratum_save
 from cases.views.access import int_param
@@ -80,39 +81,6 @@ def stratum_edit(request, pk: int):
     return render(
         request, "cases/stratum_edit.html", {"form": form, "stratum": stratum}, status=400 if form.errors else 200
     )
-
-
-class TargetForm(forms.ModelForm):
-    sabotage_modes = forms.MultipleChoiceField(
-        choices=[(m, m) for m in SABOTAGE_MODES], widget=forms.CheckboxSelectMultiple, initial=list(SABOTAGE_MODES)
-    )
-    allowed_hosts = forms.CharField(required=False, help_text="hosts or networks, comma-separated")
-
-    class Meta:
-        model = Target
-        fields = [
-            "name",
-            "kind",
-            "url",
-            "callable_path",
-            "sabotage_modes",
-            "timeout",
-            "retries",
-            "concurrency",
-            "max_response_bytes",
-            "allowed_hosts",
-            "is_default",
-        ]
-
-    def clean_allowed_hosts(self):
-        return [h.strip() for h in self.cleaned_data["allowed_hosts"].split(",") if h.strip()]
-
-    def clean(self):
-        data = super().clean()
-        if not self.errors:
-            for problem in checks.validate_target(Target(**data)):
-                self.add_error(None, problem)
-        return data
 
 
 @login_required
