@@ -1,23 +1,32 @@
 """Leakage scan (cases/leakage.py): speed at scale and recall against the naive scan.
 
     .venv/bin/python benchmarks/bench_leakage.py [--cases 100000] [--mb 10] [--seed 7]
-                                                 [--sample-cases 300] [--sample-kb 200]
+        [--sample-cases 300] [--sample-kb 200] [--rounds 3] [--naive-sample 100]
+        [--templated] [--budget 64] [--edits 1] [--cap 256] [--skip a,b,c]
 
-Generates seeded, realistic artifacts - system prompts (paragraphs and bullet lists),
-few-shot files ("Q: ... / A: ...", their questions drawn from the same templates as
-the cases, so they are near misses), fine-tuning JSONL (``json.dumps``, so ``\\n``
-and ``\\uXXXX`` escapes) - from a Zipf-weighted vocabulary, and cases whose
-questions and must-contain values come from templates with per-case entities.
-Leaks are planted: exact copies (also re-cased, re-spaced, CRLF, punctuation
-changed, split by a JSON ``\\n``) and fuzzy copies (1-3 typos plus case/punctuation
-changes). Then, in one process:
+Generates seeded, realistic artifacts - system prompts (paragraphs, bullet lists),
+few-shot files ("Q: ... / A: ..."), fine-tuning JSONL (``json.dumps``: ``\\n`` and
+``\\uXXXX`` escapes) - from a Zipf-weighted vocabulary; 15% of the artifacts' own
+questions come from the case templates (near misses). Cases: templated questions with
+customers, dates and free slots, plus must-contain values (numbers and ``net N days``
+under 12 characters, invoice numbers, customer + phrase, a few generic phrases that
+really occur in the artifacts). Leaks are planted: exact copies (re-cased, re-spaced,
+CRLF, punctuation changed, broken by a line break that JSONL turns into ``\\n``) and
+fuzzy ones (1-2 typos - replaced, deleted, inserted or swapped letters - plus the
+same changes). ``--templated`` is a stress variant: rigid templates with short slots,
+30% of the artifacts' questions from them, so many cases have near-duplicates that
+``partial_ratio`` >= 90 counts as findings.
 
 (a) one case against 1 MB of artifacts (aim < 1 s), with and without the index build;
-(b) --cases cases against --mb MB of artifacts (aim < 30 s): index build, scan, peak
-    RSS (VmHWM);
-(c) recall: on a sample (--sample-cases cases, --sample-kb KB, planted exact, fuzzy
-    and near-threshold leaks) the (case, kind, artifact) pairs found by ``scan`` must
-    equal those of ``naive_scan``; reports both times and the ratio. Exits 1 if not.
+(b) --cases cases against --mb MB (aim < 30 s): index build and scan (wall and CPU
+    time: the host may be shared), peak RSS (VmHWM), counters; recall at that scale:
+    the naive scan of each planted leak's needle against its artifact, and of
+    --naive-sample random needles against every artifact (the naive scan of all
+    needles would take hours);
+(c) recall: on --rounds planted samples (--sample-cases cases, --sample-kb KB, 20
+    exact, 20 fuzzy and 10 "hard" leaks with a typo every 25 characters) the
+    (needle, kind, artifact) pairs of ``scan`` must equal those of ``naive_scan``;
+    reports both times and the ratio. Exits 1 if they differ.
 """
 
 from __future__ import annotations
@@ -40,6 +49,7 @@ from rapidfuzz import fuzz
 
 from cases.leakage import (
     DEFAULT_BUDGET,
+    DEFAULT_GUARANTEE_CAP,
     DEFAULT_GUARANTEED_EDITS,
     DEFAULT_THRESHOLD,
     ArtifactIndex,
@@ -630,13 +640,15 @@ def main() -> int:
     parser.add_argument("--templated", action="store_true", help="stress data: near-duplicate templated questions")
     parser.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="scan(budget=...), 0 = unlimited")
     parser.add_argument("--edits", type=int, default=DEFAULT_GUARANTEED_EDITS, help="scan(guaranteed_edits=...)")
+    parser.add_argument("--cap", type=int, default=DEFAULT_GUARANTEE_CAP, help="scan(guarantee_cap=...), 0 = none")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--skip", default="", help="comma list of parts to skip: a,b,c")
     args = parser.parse_args()
     skip = set(args.skip.split(","))
-    opts = {"budget": args.budget or None, "guaranteed_edits": args.edits}
+    opts = {"budget": args.budget or None, "guaranteed_edits": args.edits, "guarantee_cap": args.cap or None}
     print(
-        f"threshold {DEFAULT_THRESHOLD:g}, budget {args.budget or 'unlimited'}, guaranteed_edits {args.edits}, "
+        f"threshold {DEFAULT_THRESHOLD:g}, budget {args.budget or 'unlimited'}, guaranteed_edits {args.edits} "
+        f"(guarantee_cap {args.cap or 'none'}), "
         f"{'templated stress data' if args.templated else 'default data'}; python {sys.version.split()[0]}, "
         f"{os.cpu_count()} cpu(s), load average {os.getloadavg()[0]:.1f}"
     )

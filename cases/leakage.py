@@ -84,19 +84,25 @@ Recall
   matches one of the needle's seeds to itself (its 8 characters and anchoring space
   copied unchanged).
 * Seeds: the needle's keys, rarest first, while their occurrences add up to at most
-  ``budget`` (``DEFAULT_BUDGET`` = 64; ``None``: every key); then, rarest first, keys
-  that raise the number of edits (a character of ``L(needle)`` inserted, deleted or
-  replaced) needed to destroy every seed, until ``guaranteed_edits`` edits cannot.
-  Keys that occur in no artifact count as destroyed already (a leak must have
+  ``budget`` (``DEFAULT_BUDGET`` = 64; ``None``: every key is a seed); then, if no seed
+  is a *reliable* key (one not anchored on the needle's own ends), the rarest reliable
+  key; then, rarest first and with at most ``guarantee_cap`` (256) occurrences each,
+  keys that raise the number of edits (a character of ``L(needle)`` inserted, deleted
+  or replaced) needed to destroy every seed, until ``guaranteed_edits`` (1) edits
+  cannot. Keys that occur in no artifact count as destroyed already (a leak must have
   destroyed them too); a key is destroyed by an edit in its 8 characters or in the
   space anchoring it. Hence:
 
-  - ``guaranteed_edits=0`` (default): every leak that is exact after ``L`` is found.
-    (A needle with no word start after its first character that has 8 characters
-    after it, and no word end before its last one - ``payment terms`` - relies on a
-    word boundary at one end of the copy: ``xpayment termsx`` is the form missed.)
-  - ``guaranteed_edits=E``: every leak within E edits is found, as far as the needle
-    allows (all keys of a short needle can fall to fewer edits).
+  - every leak that is exact after ``L`` is found. (A needle with no reliable key -
+    ``payment terms``: no word starts after its first character with 8 characters to
+    go, no word ends 8 characters in before its last - relies on a word boundary at
+    one end of the copy: ``xpayment termsx`` is the form missed.)
+  - with ``guaranteed_edits=1`` (default), every leak within one edit - a typo - is
+    found, unless the only keys that could carry it occur more than ``guarantee_cap``
+    times (a needle of very common phrases around one short distinctive word) or a
+    single edit can destroy every key of the needle (short needles: ``how and of the
+    the the`` loses all its keys to one edit at its 11th character). E edits: the
+    same for up to E; ``guarantee_cap=None`` drops the cap.
   - Beyond that, a fuzzy leak is found when one of its keys with few occurrences
     survives: the keys on the needle's distinctive words, which is what a copied
     question with typos keeps. On a corpus small enough that every key fits in the
@@ -107,8 +113,9 @@ Recall
   Logistics after the 2027 renewal`` vs ``... for Lokufield Logistics after the 2025
   renewal`` scores 95) or an invoice number two digits off. ``partial_ratio`` >= 90
   counts them as findings; finding them all means verifying every instance of the
-  template for every needle built from it, which is what ``budget=None`` (or a high
-  ``guaranteed_edits``) pays for. ``benchmarks/bench_leakage.py`` measures both.
+  template for every needle built from it, which is what ``budget=None`` (or a higher
+  ``guaranteed_edits`` / ``guarantee_cap``) pays for; ``benchmarks/bench_leakage.py``
+  measures it.
 * Offsets may differ from the naive scan's when several alignments score the same
   (rapidfuzz reports the first window it meets); ``scan`` may report a pair several
   times, once per region, where the naive scan reports only the best alignment.
@@ -137,6 +144,7 @@ from cases.scoring import normalize
 __all__ = [
     "DEFAULT_BUDGET",
     "DEFAULT_GUARANTEED_EDITS",
+    "DEFAULT_GUARANTEE_CAP",
     "DEFAULT_THRESHOLD",
     "KEY_CHARS",
     "KINDS",
@@ -156,7 +164,8 @@ MIN_NEEDLE_CHARS = 12
 DEFAULT_THRESHOLD = 90.0
 KEY_CHARS = 8
 DEFAULT_BUDGET = 64
-DEFAULT_GUARANTEED_EDITS = 0
+DEFAULT_GUARANTEED_EDITS = 1
+DEFAULT_GUARANTEE_CAP = 256
 KINDS = ("question", "must-contain")
 EXCERPT_CHARS = 160
 
@@ -213,7 +222,6 @@ class ScanStats:
     seeds: int = 0
     occurrences: int = 0
     batched: int = 0
-    paired: int = 0
     regions: int = 0
     exact: int = 0
     fuzzy_calls: int = 0
@@ -588,17 +596,20 @@ def scan(
     threshold: float = DEFAULT_THRESHOLD,
     budget: int | None = DEFAULT_BUDGET,
     guaranteed_edits: int = DEFAULT_GUARANTEED_EDITS,
+    guarantee_cap: int | None = DEFAULT_GUARANTEE_CAP,
     stats: ScanStats | None = None,
 ) -> list[Finding]:
     """Findings of the needles in the indexed artifacts: by needle, then artifact, then offset.
 
     ``budget`` (occurrences of rare keys gathered per needle; ``None``: every key is a
-    seed) and ``guaranteed_edits`` choose the seeds, see "Recall" in the module
-    docstring. ``stats``, when given, is filled in with counters.
+    seed), ``guaranteed_edits`` and ``guarantee_cap`` choose the seeds, see "Recall" in
+    the module docstring. ``stats``, when given, is filled in with counters.
     """
     threshold = _check_threshold(threshold)
     if guaranteed_edits < 0:
         raise ValueError("guaranteed_edits must be >= 0")
+    if (budget is not None and budget < 0) or (guarantee_cap is not None and guarantee_cap < 0):
+        raise ValueError("budget and guarantee_cap must be >= 0 or None")
     tau = threshold / 100.0
     cutoff = threshold - _CUTOFF_SLACK
     st = stats if stats is not None else ScanStats()
@@ -618,10 +629,10 @@ def scan(
         if n < MIN_NEEDLE_CHARS:
             st.skipped_short += 1
             continue
-        seeds, paired = _seeds(nt, q, get, budget, guaranteed_edits)
-        if not seeds and not paired:
+        seeds = _seeds(nt, q, get, budget, guaranteed_edits, guarantee_cap)
+        if not seeds:
             continue
-        st.seeds += len(seeds) + len(paired)
+        st.seeds += len(seeds)
         total = sum(seed[0] for seed in seeds)
         st.occurrences += total
         # A window scoring >= tau in which a seed is matched to itself starts within
@@ -638,9 +649,6 @@ def scan(
         else:
             candidates = _batch_filter(nt, seeds, text, drift, need_edge, extract, lcs)
             st.batched += total
-        if paired:
-            st.paired += sum(seed[0] for seed in paired)
-            candidates += _agreeing(paired, guaranteed_edits)
         candidates.sort()
         found: dict[tuple[int, int], tuple[int, int, float]] = {}
         i = 0
@@ -680,14 +688,11 @@ def scan(
 
 
 def _seeds(
-    nt: str, q: int, get: Any, budget: int | None, guaranteed_edits: int
-) -> tuple[list[tuple[int, int, Any]], list[tuple[int, int, Any]]]:
-    """The needle's seeds and paired seeds, each as (occurrences, offset in the needle, posting).
+    nt: str, q: int, get: Any, budget: int | None, guaranteed_edits: int, guarantee_cap: int | None
+) -> list[tuple[int, int, Any]]:
+    """The needle's seeds as (occurrences, offset in the needle, posting).
 
-    A seed counts where it occurs; paired seeds count only where two of them put the
-    needle's start at the same place (give or take ``guaranteed_edits``), see
-    ``_guarantee``. The keys are those of ``_needle_keys`` (inlined: this runs once
-    per needle).
+    The keys are those of ``_needle_keys`` (inlined here: this runs once per needle).
     """
     size = len(nt)
     absent: list[tuple[int, int]] = []
@@ -716,37 +721,16 @@ def _seeds(
                 present.append((1 if type(hit) is int else len(hit), b, hit, b, end))
         start = end + 1
     if not present:
-        return [], []
+        return []
     present.sort(key=itemgetter(0))
-    pairs: list[tuple] = []
     if budget is not None:
         take = total = 0
         while take < len(present) and total + present[take][0] <= budget:
             total += present[take][0]
             take += 1
         if take < len(present):
-            present, pairs = _guarantee(present, take, absent, guaranteed_edits)
-    return _as_seeds(present), _as_seeds(pairs)
-
-
-def _as_seeds(entries: list[tuple]) -> list[tuple[int, int, Any]]:
-    return [(count, offset, (hit,) if count == 1 else hit) for count, offset, hit, _a, _b in entries]
-
-
-def _agreeing(paired: list[tuple[int, int, Any]], tolerance: int) -> list[tuple[int, int]]:
-    """(diagonal, position) where two paired keys put the needle's start within ``tolerance``."""
-    diagonals = [{p - offset for p in hit} for _count, offset, hit in paired]
-    out = []
-    for j in range(1, len(paired)):
-        near = diagonals[j]
-        if tolerance:
-            near = near.union(
-                *({d + shift for d in diagonals[j]} for shift in range(-tolerance, tolerance + 1) if shift)
-            )
-        for i in range(j):
-            offset = paired[i][1]
-            out.extend((d, d + offset) for d in diagonals[i] & near)
-    return out
+            present = _guarantee(present, take, absent, guaranteed_edits, guarantee_cap)
+    return [(count, offset, (hit,) if count == 1 else hit) for count, offset, hit, _a, _b in present]
 
 
 def _batch_filter(
@@ -765,7 +749,10 @@ def _batch_filter(
     for _count, offset, hit in seeds:
         before, after = offset + drift, n - offset + drift
         owners.append((len(bands), offset, hit))
-        bands.extend([text[p - before if p > before else 0 : p + after] for p in hit])
+        if hit[0] >= before:  # postings are sorted: no band starts before the text
+            bands.extend([text[p - before : p + after] for p in hit])
+        else:
+            bands.extend([text[p - before if p > before else 0 : p + after] for p in hit])
     starts = [owner[0] for owner in owners]
     candidates = []
     for _band, _score, k in extract(nt, bands, scorer=lcs, score_cutoff=need, limit=None):
@@ -775,52 +762,52 @@ def _batch_filter(
     return candidates
 
 
-def _guarantee(present: list[tuple], take: int, absent: list[tuple[int, int]], edits: int) -> tuple[list, list]:
-    """(seeds, paired seeds): the ``take`` rarest keys, plus what makes ``edits`` edits safe.
+def _guarantee(
+    present: list[tuple], take: int, absent: list[tuple[int, int]], edits: int, cap: int | None
+) -> list[tuple]:
+    """The ``take`` rarest keys, plus what the guarantee needs (module docstring, "Recall").
 
-    A leak within ``edits`` edits must be found. It has destroyed every key absent from
-    the artifacts (A) already; if it cannot also destroy every chosen key (R), a seed
-    survives. Otherwise paired keys F are added, rarest first, until such a leak keeps
-    two of them - which then agree on where the needle starts, within ``edits`` - i.e.
-    until stab(A + R + F - {f}) > edits for every f in F. Checking that agreement is
-    a set intersection, far cheaper than checking every occurrence of a common key.
-    When the needle's keys cannot give that, the rarest keys that raise stab(A + R + F)
-    become plain seeds, as far as the needle allows.
+    An exact copy keeps every reliable key, so one of them is taken whatever it costs.
+    Then keys are added, rarest first and at most ``cap`` occurrences each, while
+    ``edits`` edits can still destroy every seed (keys absent from every artifact
+    count as destroyed already: a leak destroyed them too), as far as the needle's
+    keys allow. A key that does not raise the edits needed buys nothing.
     """
     chosen = present[:take]
-    base = absent + [(e[3], e[4]) for e in chosen if e[3] >= 0]
-    if base and _stab(base) > edits:
-        return chosen, []
-    spare = [e for e in present[take:] if e[3] >= 0]  # keys anchored on the needle's ends never count
-    paired: list[tuple] = []
-    level = cover = _stab(base) if base else 0
-    for entry in spare:
-        trial = [*paired, entry]
-        trial_cover = _stab(base + [(e[3], e[4]) for e in trial])
-        trial_level = _pair_level(base, trial) if len(trial) >= 2 else level
-        if trial_level > edits:
-            return chosen, trial
-        if trial_level > level or trial_cover > cover:
-            paired, level, cover = trial, trial_level, trial_cover
-    # No pairing reaches `edits`: plain seeds, rarest first, while they raise the cover.
-    if not base and not spare:
-        return present, []  # only keys anchored on the needle's ends: use them all
-    cover = _stab(base) if base else 0
-    for entry in spare:
-        if cover > edits:
+    rest = [e for e in present[take:] if e[3] >= 0]  # keys anchored on the needle's ends never count
+    if not absent and not rest and not any(e[3] >= 0 for e in chosen):
+        return present  # no reliable key at all: use every key
+    intervals = absent + [(e[3], e[4]) for e in chosen if e[3] >= 0]
+    if not intervals:
+        chosen.append(rest[0])
+        intervals.append((rest[0][3], rest[0][4]))
+        rest = rest[1:]
+    if edits == 0:
+        return chosen
+    if edits == 1:
+        # One edit destroys every interval iff they share a point (Helly, in 1-D):
+        # [lo, hi]. A key raises the count iff it lies outside that zone.
+        lo = max(a for a, _b in intervals)
+        hi = min(b for _a, b in intervals)
+        if lo <= hi:
+            for entry in rest:
+                if cap is not None and entry[0] > cap:
+                    break
+                if entry[3] > hi or entry[4] < lo:
+                    chosen.append(entry)
+                    break
+        return chosen
+    need = min(edits + 1, _stab(intervals + [(e[3], e[4]) for e in rest]))
+    have = _stab(intervals)
+    for entry in rest:
+        if have >= need or (cap is not None and entry[0] > cap):
             break
-        more = _stab([*base, (entry[3], entry[4])])
-        if more > cover:
-            base.append((entry[3], entry[4]))
+        more = _stab([*intervals, (entry[3], entry[4])])
+        if more > have:
+            intervals.append((entry[3], entry[4]))
             chosen.append(entry)
-            cover = more
-    return chosen, []
-
-
-def _pair_level(base: list[tuple[int, int]], paired: list[tuple]) -> int:
-    """Edits needed to destroy every key of ``base`` and all but one of ``paired``."""
-    intervals = [(e[3], e[4]) for e in paired]
-    return min(_stab(base + intervals[:i] + intervals[i + 1 :]) for i in range(len(intervals)))
+            have = more
+    return chosen
 
 
 def _stab(intervals: list[tuple[int, int]]) -> int:

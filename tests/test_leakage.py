@@ -102,6 +102,22 @@ def test_offset_map_points_back_to_each_word(text):
         pos += len(word) + 1
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet="abcdefgh", min_size=1, max_size=11), min_size=1, max_size=9))
+def test_scan_looks_up_exactly_the_documented_keys(words):
+    # _seeds inlines _needle_keys for speed; both must name the same (key, offset)s.
+    nt = " ".join(words)
+    asked: list[str] = []
+
+    def get(key):
+        asked.append(key)
+        return len(asked) - 1  # one occurrence, "at" the ask number
+
+    seeds = leakage._seeds(nt, leakage.KEY_CHARS, get, None, 0, None)
+    looked_up = sorted((asked[pos], offset) for _count, offset, (pos,) in seeds)
+    assert looked_up == sorted((key, offset) for key, offset, _a, _b in leakage._needle_keys(nt, leakage.KEY_CHARS))
+
+
 # --------------------------------------------------------------------------- exact leaks and offsets
 
 
@@ -178,24 +194,24 @@ def test_fuzzy_leak_is_found(leaked):
     assert leak_normalize(span(artifact, finding))[:20] in leak_normalize(leaked)
 
 
-def test_typo_in_the_only_rare_word_is_guaranteed_with_guaranteed_edits():
-    # The template part of the needle occurs everywhere (common keys); its only
-    # distinctive word is misspelled in the leak, which destroys every key touching
-    # it. guaranteed_edits=1 promises that one edit cannot hide a leak, even with no
-    # budget for rare keys; budget=None (every key a seed) finds it too.
-    needle = q("Is the late payment fee still valid for Quorvexindustrial after the renewal")
-    filler = "".join(
-        f"Is the late payment fee still valid for {name} after the renewal? No.\n"
-        for name in ("Acme", "Globex", "Initech", "Umbrella", "Hooli", "Vandelay") * 20
+def test_a_typo_in_the_only_distinctive_word_is_covered_by_guaranteed_edits():
+    # Every key of the needle but those on "2027" occurs 241 times; one typo in "2027"
+    # destroys all the keys on it, so no rare key survives. guaranteed_edits=1 (the
+    # default) promises that one edit cannot hide a leak: it pays for verifying a
+    # common key's occurrences, up to guarantee_cap of them.
+    needle = q("Is the late payment fee still valid for 2027 after the renewal")
+    filler = (
+        "Is the late payment fee still valid for the whole northern warehouse region after the renewal? No.\n" * 120
     )
-    leak = "Is the late payment fee still valid for Quorvexindustrail after the renewal"
+    leak = "Is the late payment fee still valid for 2037 after the renewal"
     artifact = filler + leak + "? Yes.\n" + filler
     index = ArtifactIndex([("ft", artifact)])
     assert [f.offset for f in naive_scan([needle], index)] == [len(filler)]
-    assert scan([needle], index, budget=0, guaranteed_edits=0) == []
-    for options in ({"budget": 0, "guaranteed_edits": 1}, {"budget": None}, {}):
+    for options in ({}, {"budget": 0}, {"budget": None}, {"budget": 0, "guarantee_cap": None}):
         [finding] = scan([needle], index, **options)
         assert (finding.offset, span(artifact, finding)) == (len(filler), leak)
+    assert scan([needle], index, budget=0, guaranteed_edits=0) == []
+    assert scan([needle], index, budget=0, guarantee_cap=200) == []  # the common keys occur 241 times
 
 
 def test_naive_semantics_include_near_duplicates_of_templates():
@@ -283,6 +299,8 @@ def test_bad_arguments_are_rejected():
         scan([q(QUESTION)], index, threshold=0)
     with pytest.raises(ValueError, match="guaranteed_edits"):
         scan([q(QUESTION)], index, guaranteed_edits=-1)
+    with pytest.raises(ValueError, match="budget"):
+        scan([q(QUESTION)], index, budget=-1)
 
 
 # --------------------------------------------------------------------------- JSONL
