@@ -20,10 +20,14 @@ def change_events(
     actor,
     version: int | None,
     justifications: dict[str, str] | None = None,
+    justification: str = "",
     context: dict[str, Any],
     at=None,
 ) -> list[AuditEvent]:
-    """Unsaved audit events, one per change from ``before`` to ``after``."""
+    """Unsaved audit events, one per change from ``before`` to ``after``.
+
+    ``justifications`` are per change (by ``Change.key``); ``justification`` covers every
+    change without one of its own (one text for a whole admin edit or import)."""
     justifications = justifications or {}
     at = at or timezone.now()
     return [
@@ -38,7 +42,7 @@ def change_events(
             after=change.after,
             classification=change.classification,
             reason=change.reason,
-            justification=justifications.get(change.key, ""),
+            justification=justifications.get(change.key) or justification,
             context=context | ({"why": change.why} if change.why else {}),
         )
         for change in relaxation.diff_contents(before, after)

@@ -16,12 +16,6 @@ from cases.services.audit import change_events
 FROZEN_STATUSES = (CaseStatus.ACCEPTED, CaseStatus.RETIRED, CaseStatus.REJECTED)
 
 
-def _all_paths(before: dict, after: dict) -> list[str]:
-    """Every path a change could have: one admin justification covers all of them."""
-    n = max(len(before.get("expectations", [])), len(after.get("expectations", [])))
-    return [f"expectations[{i}]" for i in range(n)] + ["tags", "invariant"]
-
-
 def edit_problems(stored: Case | None, content: dict[str, Any], status: str) -> list[str]:
     """What forbids saving ``content`` with ``status`` over ``stored`` (None for a new case)."""
     problems = [str(e) for e in validation.validate_case(content, draft=status == CaseStatus.DRAFT)]
@@ -74,7 +68,7 @@ def case_admin_save(*, case: Case, actor, justification: str = "") -> Case:
             version=None,
             context=ctx,
             at=now,
-            justifications={path: justification for path in _all_paths(before, content)},
+            justification=justification,
         )
         if case.status != stored.status:
             action = AuditAction.RETIRED if case.status == CaseStatus.RETIRED else AuditAction.STATUS_CHANGED

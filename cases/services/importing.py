@@ -339,7 +339,7 @@ def _update_existing(row: _Row, *, user, status: str, now, ctx: dict, errors: li
         version=version,
         at=now,
         context=ctx,
-        justifications=dict.fromkeys([c.key for c in relaxation.diff_contents(before, row.content)], justification),
+        justification=justification,
     )
     events.append(
         AuditEvent(
